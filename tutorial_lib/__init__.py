@@ -1,0 +1,33 @@
+"""tutorial_lib: checked facts, pictures and explorers for a course on how PyTorch tensors live in memory.
+
+Notebooks import only from here. The model layer (this file's imports) is pure data and is tested
+against torch itself; importing it does not import matplotlib or ipywidgets and changes no global state.
+"""
+
+from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
+from .memory import MemoryReport, format_bytes, measure_memory
+from .ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
+from .storage import Layout, layout, same_storage, shares_memory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Graph",
+    "GraphNode",
+    "Hazard",
+    "Layout",
+    "MemoryReport",
+    "OpRecord",
+    "OpReport",
+    "OpRow",
+    "SavedTensor",
+    "autograd_graph",
+    "format_bytes",
+    "inplace_hazards",
+    "layout",
+    "measure_memory",
+    "same_storage",
+    "shares_memory",
+    "trace_ops",
+    "view_or_copy",
+]

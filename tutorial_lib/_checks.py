@@ -1,0 +1,40 @@
+"""Argument checks shared by the public functions: each error names the argument and what was expected."""
+
+from __future__ import annotations
+
+import torch
+
+
+def describe(value) -> str:
+    """A short description of a value for error messages (never its full repr: it may be huge)."""
+    if isinstance(value, torch.Tensor):
+        return f"a {value.layout} tensor on {value.device} with shape {tuple(value.shape)}"
+    return f"{type(value).__name__}"
+
+
+def require_tensor(value, name: str, *, allow_meta: bool = True) -> torch.Tensor:
+    """Return ``value`` if it is a strided torch tensor, else raise TypeError/ValueError naming ``name``."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {describe(value)}")
+    if value.layout != torch.strided:
+        raise ValueError(
+            f"{name} must be a strided (dense) tensor, got layout {value.layout}: "
+            "sparse and other layouts have no single storage with strides; call .to_dense() first"
+        )
+    if not allow_meta and value.device.type == "meta":
+        raise ValueError(f"{name} is a meta tensor: it has shape and strides but no memory to inspect")
+    return value
+
+
+def require_bool(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {describe(value)}")
+    return value
+
+
+def require_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {describe(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value

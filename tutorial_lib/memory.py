@@ -1,0 +1,175 @@
+"""How many bytes a block of code leaves allocated, and the most it held at once.
+
+On CUDA the numbers come from PyTorch's caching allocator (``torch.cuda.memory_allocated`` and
+``max_memory_allocated``), which rounds every block up to a multiple of 512 bytes. On the CPU there is no
+such counter, so ``measure_memory`` watches the work at the aten level: every op output that got fresh
+storage is counted while that storage is alive, and an earlier storage that an op in the block used is
+counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Storage is freed the moment its
+last reference goes (CPython reference counting), so the CPU figures follow the same curve the CUDA
+allocator would, without the rounding. Nothing is printed: no profiler is involved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Iterator
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ._checks import describe
+from .ops import _FRESH_LITERAL_OPS, _storage_key, _tensors_in
+
+MiB = 1024 * 1024
+
+
+def format_bytes(n: int) -> str:
+    """``400000000`` -> ``'400,000,000 B (381.47 MiB)'``."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int number of bytes, got {describe(n)}")
+    return f"{n:,} B ({n / MiB:.2f} MiB)"
+
+
+class MemoryReport:
+    """What ``measure_memory`` found. Fields are None until the block has finished.
+
+    Attributes:
+        device: the device measured.
+        allocated: net change in bytes held by tensors: what the block leaves alive (negative when it
+            freed more than it kept).
+        peak: the largest extra amount held at any moment inside the block, temporaries included.
+        reserved: CUDA only: the net change in memory the caching allocator reserved from the driver
+            (what ``nvidia-smi`` sees grow); None on the CPU, where there is no such cache.
+        method: how the figures were obtained.
+    """
+
+    def __init__(self, device: torch.device, method: str):
+        self.device = device
+        self.method = method
+        self.allocated: int | None = None
+        self.peak: int | None = None
+        self.reserved: int | None = None
+
+    def __repr__(self) -> str:
+        if self.allocated is None:
+            return f"MemoryReport(device='{self.device}', still measuring)"
+        parts = [f"allocated={format_bytes(self.allocated)}", f"peak={format_bytes(self.peak)}"]
+        if self.reserved is not None:
+            parts.append(f"reserved={format_bytes(self.reserved)}")
+        return f"MemoryReport(device='{self.device}', " + ", ".join(parts) + ")"
+
+
+class _StorageTracker(TorchDispatchMode):
+    """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
+
+    def __init__(self, device: torch.device):
+        super().__init__()
+        self.device = device
+        self.current = 0
+        self.peak = 0
+        self._watched: dict[int, weakref.finalize] = {}
+
+    def _watch(self, tensor: torch.Tensor, counted: bool) -> None:
+        storage = tensor.untyped_storage()
+        key = storage._cdata
+        if key in self._watched:
+            return
+        nbytes = storage.nbytes()
+        if counted:
+            self.current += nbytes
+            self.peak = max(self.peak, self.current)
+        self._watched[key] = weakref.finalize(storage, self._freed, key, nbytes)
+
+    def _freed(self, key: int, nbytes: int) -> None:
+        self._watched.pop(key, None)
+        self.current -= nbytes
+
+    def _on_device(self, tensor: torch.Tensor) -> bool:
+        return tensor.device == self.device and tensor.layout == torch.strided
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        inputs = [t for t in _tensors_in((args, kwargs)) if self._on_device(t)]
+        for tensor in inputs:  # storages from before the block: count them off if they die inside it
+            self._watch(tensor, counted=False)
+        result = func(*args, **kwargs)
+        input_keys = {_storage_key(t) for t in inputs}
+        fresh_literal = func._schema.name in _FRESH_LITERAL_OPS
+        for output in _tensors_in(result):
+            if self._on_device(output) and (fresh_literal or _storage_key(output) not in input_keys):
+                self._watch(output, counted=True)
+        return result
+
+    def stop(self) -> None:
+        for finalizer in self._watched.values():
+            finalizer.detach()
+        self._watched.clear()
+
+
+def _resolve_device(device) -> torch.device:
+    if device is None:
+        return torch.get_default_device()
+    if isinstance(device, str):
+        try:
+            device = torch.device(device)
+        except RuntimeError as error:
+            raise ValueError(f"device must name a device such as 'cpu' or 'cuda', got {device!r}") from error
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be None, a str or a torch.device, got {describe(device)}")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            # torch.cuda.memory_allocated() would answer 0 here without complaint: never report that.
+            raise ValueError("device is 'cuda' but CUDA is not available on this machine; measure on 'cpu'")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    elif device.type != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device.type!r}")
+    return device
+
+
+@contextlib.contextmanager
+def measure_memory(device=None) -> Iterator[MemoryReport]:
+    """Measure the tensor memory a block leaves allocated (``.allocated``) and its peak (``.peak``).
+
+    Usage::
+
+        with measure_memory() as mem:
+            y = torch.relu(x)       # x: 10000 x 10000 float32
+        mem.allocated               # 400_000_000; with x.relu_() instead: 0
+
+    Args:
+        device: ``None`` (the default device, normally the CPU), ``'cpu'``, ``'cuda'``, ``'cuda:N'`` or a
+            ``torch.device``.
+
+    Yields:
+        A ``MemoryReport`` whose fields are filled in when the block ends (also when it raises).
+
+    Raises:
+        TypeError: ``device`` is not None, a str or a torch.device.
+        ValueError: an unknown device, or CUDA asked for where CUDA is not available.
+    """
+    device = _resolve_device(device)
+    if device.type == "cuda":
+        report = MemoryReport(device, "CUDA caching allocator (torch.cuda.memory_allocated)")
+        torch.cuda.synchronize(device)
+        start_allocated = torch.cuda.memory_allocated(device)
+        start_reserved = torch.cuda.memory_reserved(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        try:
+            yield report
+        finally:
+            torch.cuda.synchronize(device)
+            report.allocated = torch.cuda.memory_allocated(device) - start_allocated
+            report.peak = max(0, torch.cuda.max_memory_allocated(device) - start_allocated)
+            report.reserved = torch.cuda.memory_reserved(device) - start_reserved
+        return
+    report = MemoryReport(device, "storages created and freed by aten ops (CPU)")
+    tracker = _StorageTracker(device)
+    try:
+        with tracker:
+            yield report
+    finally:
+        tracker.stop()
+        report.allocated = tracker.current
+        report.peak = tracker.peak
