@@ -70,6 +70,8 @@ class GraphNode:
     label: str
     shape: tuple[int, ...] | None = None
     saved: tuple[SavedTensor, ...] = ()
+    value: str | None = None  # leaves and the output: their values, shortened (see ``preview``)
+    grad: str | None = None  # leaves (and a retain_grad output): ``.grad`` shortened, None before backward
 
     @property
     def forward_op(self) -> str | None:
@@ -239,6 +241,20 @@ def _walk(root_fn, keep: int):
     return order[:keep], kept_edges, len(order)
 
 
+def preview(tensor: torch.Tensor | None, max_values: int = 6) -> str | None:
+    """A short text of a tensor's values (``[1.5, 2.0, …] (10 values)``), never the whole of a big tensor."""
+    if tensor is None:
+        return None
+    if tensor.device.type == "meta":
+        return "(meta: no values)"
+    flat = tensor.detach().reshape(-1)
+    shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat[:max_values].tolist()]
+    if tensor.dim() == 0:
+        return shown[0]
+    more = f", … ({flat.numel()} values)" if flat.numel() > max_values else ""
+    return "[" + ", ".join(shown) + more + "]"
+
+
 def _leaf_label(variable: torch.Tensor, names: dict[int, str]) -> str:
     return names.get(id(variable), "leaf " + "×".join(str(s) for s in variable.shape) if variable.dim() else "leaf scalar")
 
@@ -280,11 +296,13 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _check_names(names)
     output_label = "output " + ("×".join(str(s) for s in tensor.shape) if tensor.dim() else "scalar")
-    output = GraphNode(0, "output", "output", output_label, tuple(tensor.shape))
+    output_grad = tensor.grad if tensor.retains_grad else None
+    output = GraphNode(0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad))
     if tensor.grad_fn is None:
         if tensor.requires_grad:  # a leaf: its whole graph is itself
             label = _leaf_label(tensor, leaf_names)
-            return Graph((GraphNode(0, "leaf", "leaf", label, tuple(tensor.shape)),), (), 0, 1, False)
+            leaf = GraphNode(0, "leaf", "leaf", label, tuple(tensor.shape), (), preview(tensor), preview(tensor.grad))
+            return Graph((leaf,), (), 0, 1, False)
         return Graph((output,), (), 0, 1, False)
     fns, edges, total = _walk(tensor.grad_fn, max(max_nodes - 1, 1))
     nodes = [output]
@@ -292,7 +310,10 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         variable = getattr(fn, "variable", None) if fn.name().endswith("AccumulateGrad") else None
         if isinstance(variable, torch.Tensor):
             nodes.append(
-                GraphNode(position, "AccumulateGrad", "leaf", _leaf_label(variable, leaf_names), tuple(variable.shape))
+                GraphNode(
+                    position, "AccumulateGrad", "leaf", _leaf_label(variable, leaf_names), tuple(variable.shape),
+                    (), preview(variable), preview(variable.grad),
+                )
             )
         else:
             nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, _saved_of(fn)))

@@ -42,6 +42,8 @@ class MemoryReport:
         reserved: CUDA only: the net change in memory the caching allocator reserved from the driver
             (what ``nvidia-smi`` sees grow); None on the CPU, where there is no such cache.
         method: how the figures were obtained.
+        timeline: one ``(aten op, bytes held)`` pair per op run in the block, bytes counted from the start
+            of the block after the op finished (for drawing memory over time).
     """
 
     def __init__(self, device: torch.device, method: str):
@@ -50,6 +52,7 @@ class MemoryReport:
         self.allocated: int | None = None
         self.peak: int | None = None
         self.reserved: int | None = None
+        self.timeline: tuple[tuple[str, int], ...] = ()
 
     def __repr__(self) -> str:
         if self.allocated is None:
@@ -63,11 +66,13 @@ class MemoryReport:
 class _StorageTracker(TorchDispatchMode):
     """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, read_allocator=None):
         super().__init__()
         self.device = device
         self.current = 0
         self.peak = 0
+        self.timeline: list[tuple[str, int]] = []
+        self._read_allocator = read_allocator  # on CUDA the timeline reads the allocator instead
         self._watched: dict[int, weakref.finalize] = {}
 
     def _watch(self, tensor: torch.Tensor, counted: bool) -> None:
@@ -99,6 +104,8 @@ class _StorageTracker(TorchDispatchMode):
         for output in _tensors_in(result):
             if self._on_device(output) and (fresh_literal or _storage_key(output) not in input_keys):
                 self._watch(output, counted=True)
+        held = self._read_allocator() if self._read_allocator else self.current
+        self.timeline.append((func._schema.name, held))
         return result
 
     def stop(self) -> None:
@@ -156,9 +163,13 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
         start_allocated = torch.cuda.memory_allocated(device)
         start_reserved = torch.cuda.memory_reserved(device)
         torch.cuda.reset_peak_memory_stats(device)
+        tracker = _StorageTracker(device, lambda: torch.cuda.memory_allocated(device) - start_allocated)
         try:
-            yield report
+            with tracker:
+                yield report
         finally:
+            tracker.stop()
+            report.timeline = tuple(tracker.timeline)
             torch.cuda.synchronize(device)
             report.allocated = torch.cuda.memory_allocated(device) - start_allocated
             report.peak = max(0, torch.cuda.max_memory_allocated(device) - start_allocated)
@@ -171,5 +182,6 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
             yield report
     finally:
         tracker.stop()
+        report.timeline = tuple(tracker.timeline)
         report.allocated = tracker.current
         report.peak = tracker.peak
