@@ -7,13 +7,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lab test clean
+.PHONY: setup lab test notebooks bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -22,6 +21,14 @@ lab: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# Restart & Run All on every notebook (or NB=notebooks/01_....ipynb), for maintainers after editing one.
+notebooks: setup
+	$(BIN)/python .ci/execute_notebooks.py $(NB)
+
+# Speed and memory figures, printed as tables (quoted in the README; never asserted in tests).
+bench: setup
+	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -19,7 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._checks import describe
-from .ops import _FRESH_LITERAL_OPS, _storage_key, _tensors_in
+from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _storage_key, _tensors_in
 
 MiB = 1024 * 1024
 
@@ -74,36 +74,56 @@ class _StorageTracker(TorchDispatchMode):
         self.timeline: list[tuple[str, int]] = []
         self._read_allocator = read_allocator  # on CUDA the timeline reads the allocator instead
         self._watched: dict[int, weakref.finalize] = {}
+        self._nbytes: dict[int, int] = {}  # the size each watched storage was last seen with
 
     def _watch(self, tensor: torch.Tensor, counted: bool) -> None:
         storage = tensor.untyped_storage()
         key = storage._cdata
         if key in self._watched:
+            self._resized(storage, key)
+            return
+        # Memory torch did not allocate (torch.from_numpy, DLPack) is neither gained nor lost with it.
+        nbytes = storage.nbytes() if storage.resizable() else 0
+        if counted:
+            self._add(nbytes)
+        self._nbytes[key] = nbytes
+        self._watched[key] = weakref.finalize(storage, self._freed, key)
+
+    def _resized(self, storage, key: int) -> None:
+        """An op wrote into a storage and grew or shrank it (``out=`` into an empty tensor, ``resize_``)."""
+        if not storage.resizable():
             return
         nbytes = storage.nbytes()
-        if counted:
-            self.current += nbytes
-            self.peak = max(self.peak, self.current)
-        self._watched[key] = weakref.finalize(storage, self._freed, key, nbytes)
+        self._add(nbytes - self._nbytes[key])
+        self._nbytes[key] = nbytes
 
-    def _freed(self, key: int, nbytes: int) -> None:
+    def _add(self, nbytes: int) -> None:
+        self.current += nbytes
+        self.peak = max(self.peak, self.current)
+
+    def _freed(self, key: int) -> None:
         self._watched.pop(key, None)
-        self.current -= nbytes
+        self.current -= self._nbytes.pop(key)
 
     def _on_device(self, tensor: torch.Tensor) -> bool:
         return tensor.device == self.device and tensor.layout == torch.strided
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = func._schema.name
         inputs = [t for t in _tensors_in((args, kwargs)) if self._on_device(t)]
-        for tensor in inputs:  # storages from before the block: count them off if they die inside it
-            self._watch(tensor, counted=False)
+        if name not in _FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
+            for tensor in inputs:  # storages from before the block: count them off if they die inside it
+                self._watch(tensor, counted=False)
         result = func(*args, **kwargs)
         input_keys = {_storage_key(t) for t in inputs}
-        fresh_literal = func._schema.name in _FRESH_LITERAL_OPS
         for output in _tensors_in(result):
-            if self._on_device(output) and (fresh_literal or _storage_key(output) not in input_keys):
+            if not self._on_device(output):
+                continue
+            if _is_fresh_literal(name, output) or _storage_key(output) not in input_keys:
                 self._watch(output, counted=True)
+            else:  # a view or an in-place write: counts only if the write resized the storage
+                self._watch(output, counted=False)
         held = self._read_allocator() if self._read_allocator else self.current
         self.timeline.append((func._schema.name, held))
         return result
@@ -112,6 +132,7 @@ class _StorageTracker(TorchDispatchMode):
         for finalizer in self._watched.values():
             finalizer.detach()
         self._watched.clear()
+        self._nbytes.clear()
 
 
 def _resolve_device(device) -> torch.device:

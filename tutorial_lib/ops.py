@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from ._checks import describe
@@ -24,7 +24,9 @@ from .storage import same_storage, shares_memory
 KINDS = ("view", "inplace", "new")
 
 # lift_fresh wraps a tensor literal (torch.tensor([...]), the 5 in x[0] = 5) that was allocated just
-# before dispatch: it is new memory, although the op itself returns its input.
+# before dispatch: it is new memory, although the op itself returns its input. Not so when the literal
+# wraps memory torch did not allocate (torch.as_tensor(a.numpy()) lifts a torch.from_numpy tensor):
+# see ``_is_fresh_literal``.
 _FRESH_LITERAL_OPS = {"aten::lift_fresh", "aten::lift_fresh_copy"}
 
 
@@ -66,6 +68,46 @@ def _tensors_in(tree) -> list[torch.Tensor]:
     return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
 
 
+def _is_fresh_literal(name: str, output: torch.Tensor) -> bool:
+    """Whether ``output`` of op ``name`` is a literal torch allocated just before dispatch.
+
+    A literal lifted from a numpy array (``torch.as_tensor(a)``, ``torch.tensor(a)`` before its copy) is a
+    ``torch.from_numpy`` tensor over the array's own memory; such storage, like any torch did not allocate
+    (DLPack, ``frombuffer``), cannot be resized, which is how it is told apart.
+    """
+    if name not in _FRESH_LITERAL_OPS:
+        return False
+    try:
+        return output.untyped_storage().resizable()
+    except (RuntimeError, NotImplementedError):
+        return True
+
+
+_COMPRESSED_PARTS = {
+    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _memory_parts(value) -> list:
+    """The strided tensors (or arrays) holding ``value``'s elements: itself, or a sparse tensor's parts.
+
+    A sparse tensor has no storage of its own; ``s.values()`` is a view of the values tensor inside it.
+    The parts are read with any dispatch modes switched off, so an enclosing ``trace_ops`` or
+    ``measure_memory`` does not see these look-ups as ops of the traced code.
+    """
+    if not isinstance(value, torch.Tensor) or value.layout == torch.strided:
+        return [value]
+    with _disable_current_modes():
+        if value.layout == torch.sparse_coo:
+            return [value._indices(), value._values()]
+        if value.layout in _COMPRESSED_PARTS:
+            return [getattr(value, part)() for part in _COMPRESSED_PARTS[value.layout]]
+    return [value]  # other layouts (mkldnn, ...): no strided parts to compare
+
+
 def classify_call(func, args, kwargs, result) -> OpRecord:
     """Classify one finished aten call from its schema and the storages of its inputs and outputs."""
     name = func._schema.name
@@ -78,11 +120,11 @@ def classify_call(func, args, kwargs, result) -> OpRecord:
     shapes = tuple(tuple(o.shape) for o in outputs)
     if written:
         return OpRecord(name, func._overloadname, "inplace", 0, written, shapes)
-    input_keys = {_storage_key(t) for t in _tensors_in((args, kwargs))}
+    input_keys = {_storage_key(p) for t in _tensors_in((args, kwargs)) for p in _memory_parts(t)}
     fresh: dict = {}
     for output in outputs:
         key = _storage_key(output)
-        if name in _FRESH_LITERAL_OPS or key is None or key not in input_keys:
+        if _is_fresh_literal(name, output) or key is None or key not in input_keys:
             fresh.setdefault(key if key is not None else id(output), _storage_nbytes(output))
     if outputs and not fresh:
         return OpRecord(name, func._overloadname, "view", 0, (), shapes)
@@ -165,6 +207,8 @@ def _fresh_copy(value):
     """A copy of a tensor or array with the same shape, strides, offset and storage size."""
     if isinstance(value, np.ndarray):
         return value.copy(order="K")
+    if value.layout != torch.strided:  # sparse: copies of its parts, coalesced or not as it was
+        return value.detach().clone().requires_grad_(value.requires_grad)
     storage = value.detach().untyped_storage().clone()
     copy = torch.empty((), dtype=value.dtype, device=value.device)
     copy.set_(storage, value.storage_offset(), value.size(), value.stride())
@@ -204,7 +248,7 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
     elif isinstance(expressions, (list, tuple)):
         for expression in expressions:
             if not isinstance(expression, str):
-                raise TypeError(f"each expression must be a str, got {describe(expression)}")
+                raise TypeError(f"each item of expressions must be a str, got {describe(expression)}")
         items = [(expression, expression) for expression in expressions]
     else:
         raise TypeError(f"expressions must be a list of strings or a dict, got {describe(expressions)}")
@@ -228,8 +272,8 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
         wrote = any(r.kind == "inplace" for r in records) or any(
             inputs[n]._version != v for n, v in before.items()
         )
-        outputs = _first_tensors(result)
-        sources = list(inputs.values())
+        outputs = [part for output in _first_tensors(result) for part in _memory_parts(output)]
+        sources = [part for value in inputs.values() for part in _memory_parts(value)]
         shares = any(shares_memory(o, s) for o in outputs for s in sources)
         aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
         source_keys = {_storage_key(s) for s in sources if isinstance(s, torch.Tensor)}

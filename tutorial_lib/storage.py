@@ -166,6 +166,8 @@ class Layout:
     @property
     def has_internal_overlap(self) -> bool | None:
         """Whether two elements share a storage index (as after ``expand``); None if unknown (too big)."""
+        if self.numel == 0:
+            return False
         dims = sorted((step, size) for size, step in zip(self.shape, self.stride) if size > 1)
         if any(step == 0 for step, _ in dims):
             return True

@@ -1,0 +1,113 @@
+"""The project's own files agree with each other: pins, environment.yml, CI entry point, import hygiene."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def pins(requirements):
+    """{'torch': '2.13.0', ...} from 'name==version' strings; fails on anything not pinned exactly."""
+    pinned = {}
+    for requirement in requirements:
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+]+)", requirement.strip())
+        assert match, f"not pinned exactly: {requirement!r}"
+        pinned[match.group(1).lower()] = match.group(2)
+    return pinned
+
+
+def environment_pip_lines():
+    """The entries of environment.yml's pip: section (a tiny reader: the file is flat and ours)."""
+    lines, inside = [], False
+    for raw in (ROOT / "environment.yml").read_text().splitlines():
+        stripped = raw.strip()
+        if stripped.startswith("- pip:"):
+            inside = True
+            continue
+        if inside and stripped.startswith("- "):
+            lines.append(stripped[2:].strip())
+        elif inside and stripped and not stripped.startswith("#"):
+            break
+    return lines
+
+
+def test_every_dependency_is_pinned_and_torch_is_the_cpu_release():
+    project = pyproject()["project"]
+    runtime = pins(project["dependencies"])
+    assert runtime["torch"] == "2.13.0"
+    for name in ("numpy", "matplotlib", "ipywidgets", "jupyterlab", "nbval"):
+        assert name in runtime, f"{name} must be pinned in pyproject.toml"
+    assert runtime["ipywidgets"].startswith("8.") and runtime["jupyterlab"].startswith("4.")
+    assert runtime["nbval"].startswith("0.11")
+    test_extra = pins(project["optional-dependencies"]["test"])
+    assert {"pytest", "pytest-xdist", "hypothesis"} <= set(test_extra)
+
+
+def test_environment_yml_agrees_with_pyproject():
+    text = (ROOT / "environment.yml").read_text()
+    assert "conda-forge" in text and "nodefaults" in text
+    assert re.search(r"^\s*- python=3\.11\s*$", text, re.MULTILINE)
+    entries = environment_pip_lines()
+    assert "-e ." in entries, "environment.yml must install tutorial_lib itself (pip: -e .)"
+    conda_pins = pins(e for e in entries if "==" in e)
+    project = pyproject()["project"]
+    expected = pins(project["dependencies"]) | pins(project["optional-dependencies"]["test"])
+    assert conda_pins == expected
+
+
+def test_installed_versions_are_the_pinned_ones():
+    from importlib.metadata import version
+
+    for name, pinned in pins(pyproject()["project"]["dependencies"]).items():
+        assert version(name).split("+")[0] == pinned, name
+
+
+def test_ci_runs_make_test_and_nothing_else():
+    commands = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    assert commands[-1] == "make test"
+    assert all(c.startswith(("set ", "cd ", "make test")) for c in commands)
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^lab:", makefile, re.MULTILINE) and re.search(r"^test:", makefile, re.MULTILINE)
+    readme = (ROOT / "README.md").read_text()
+    assert readme.index("make lab") < readme.index("conda env create -f environment.yml")
+    assert "make test" in readme
+
+
+def test_import_is_fast_and_has_no_side_effects():
+    code = (
+        "import sys, matplotlib as m0\n"
+        "before = dict(m0.rcParams)\n"
+        "import torch\n"
+        "seed_before = torch.initial_seed()\n"
+        "limit = sys.getrecursionlimit()\n"
+        "del sys.modules['matplotlib']\n"
+        "import tutorial_lib\n"
+        "assert 'matplotlib' not in sys.modules, 'tutorial_lib imported matplotlib'\n"
+        "assert 'ipywidgets' not in sys.modules, 'tutorial_lib imported ipywidgets'\n"
+        "assert sys.getrecursionlimit() == limit\n"
+        "assert torch.initial_seed() == seed_before\n"
+        "assert dict(m0.rcParams) == before\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and "Warning" not in result.stderr
+
+
+def test_public_api_is_exported():
+    import tutorial_lib
+
+    for name in ("shares_memory", "same_storage", "layout", "trace_ops", "measure_memory", "autograd_graph",
+                 "inplace_hazards", "view_or_copy"):
+        assert callable(getattr(tutorial_lib, name)), name
+    assert set(tutorial_lib.__all__) <= set(dir(tutorial_lib))
