@@ -4,6 +4,7 @@ Notebooks import only from here. The model layer (this file's imports) is pure d
 against torch itself; importing it does not import matplotlib or ipywidgets and changes no global state.
 """
 
+from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
 from .memory import MemoryReport, format_bytes, measure_memory
 from .ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
@@ -12,6 +13,9 @@ from .storage import Layout, layout, same_storage, shares_memory
 __version__ = "0.1.0"
 
 __all__ = [
+    "Feedback",
+    "check",
+    "exercise_ids",
     "Graph",
     "GraphNode",
     "Hazard",

@@ -1,0 +1,83 @@
+"""The memory timeline and the op table draw what the model layer measured, nothing else."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import tutorial_lib as tl  # noqa: E402
+from tutorial_lib.memory import MiB  # noqa: E402
+from tutorial_lib.memory_pictures import draw_memory_timeline  # noqa: E402
+from tutorial_lib.tables import op_table  # noqa: E402
+
+
+def measured_pair():
+    x = torch.randn(256, 256)
+    with tl.measure_memory() as out_of_place:
+        kept = (x * 2).relu().sum()
+    with tl.measure_memory() as in_place:
+        kept = x.mul(2).relu_().sum()
+    del kept
+    return out_of_place, in_place
+
+
+def test_timeline_lines_are_the_measured_bytes():
+    out_of_place, in_place = measured_pair()
+    fig = draw_memory_timeline([out_of_place, in_place], labels=["out-of-place", "in-place"])
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2
+    for line, report in zip(lines, (out_of_place, in_place)):
+        expected = [0.0] + [b / MiB for _, b in report.timeline] + [report.allocated / MiB]
+        assert list(line.get_ydata()) == pytest.approx(expected)
+        assert max(line.get_ydata()) == pytest.approx(report.peak / MiB)
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()  # not colour alone
+    assert fig.summary.startswith("out-of-place: 3 ops, peak 0.50 MiB")
+    assert "in-place: 3 ops, peak 0.25 MiB" in fig.summary
+    plt.close(fig)
+
+
+def test_single_timeline_names_its_ops():
+    out_of_place, _ = measured_pair()
+    fig = draw_memory_timeline(out_of_place)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["mul", "relu", "sum", "end"]
+    plt.close(fig)
+
+
+def test_timeline_draws_on_a_given_axes():
+    out_of_place, _ = measured_pair()
+    fig, ax = plt.subplots()
+    assert draw_memory_timeline(out_of_place, ax=ax) is fig
+    plt.close(fig)
+
+
+def test_timeline_bad_input():
+    with pytest.raises(TypeError, match="reports"):
+        draw_memory_timeline([1])
+    with pytest.raises(TypeError, match="reports"):
+        draw_memory_timeline([])
+    report, _ = measured_pair()
+    with pytest.raises(ValueError, match="labels"):
+        draw_memory_timeline([report], labels=["a", "b"])
+    with tl.measure_memory() as unfinished:
+        with pytest.raises(ValueError, match="still measuring"):
+            draw_memory_timeline(unfinished)
+
+
+def test_op_table_html_and_text_agree_with_the_report():
+    x = torch.arange(6.0).view(2, 3)
+    report = tl.view_or_copy(["x.t()", "x[[0]]", "x.add_(1)"], x=x)
+    table = op_table(report)
+    html_text = table._repr_html_()
+    assert html_text.count("<tr>") == 1 + len(report)
+    for word in ("👁 view", "📄 copy", "✎ in-place"):
+        assert word in html_text  # verdicts in words, not colour
+    assert str(table) == str(report)
+    assert str(op_table(["x.t()"], x=x)).splitlines()[2].split()[:2] == ["x.t()", "view"]
+    with pytest.raises(ValueError, match="tensors"):
+        op_table(report, x=x)
+    with pytest.raises(TypeError, match="expressions"):
+        op_table("x.t()", x=x)

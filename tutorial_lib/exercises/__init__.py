@@ -1,0 +1,122 @@
+"""Exercises: checkers that say whether an answer is right and give a hint when it is not.
+
+A notebook calls ``tl.check("ch1.predict_strides", answer)``. Each chapter's module registers its checkers
+with ``@exercise("id")``; a checker takes the learner's answer and returns ``Feedback``. An untouched stub
+(``answer = ...`` or a function whose body is ``...``, which returns None) gets a friendly "not attempted
+yet", never an error. Reference solutions live in ``tests/``, where they and deliberately wrong answers are
+run through the same checkers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+_CHECKERS: dict[str, Callable] = {}
+_CHAPTER_MODULES = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
+
+CORRECT, WRONG, NOT_ATTEMPTED = "correct", "wrong", "not attempted"
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The verdict on one answer: ``status`` is "correct", "wrong" or "not attempted"."""
+
+    exercise: str
+    status: str
+    message: str
+    hint: str = ""
+
+    @property
+    def correct(self) -> bool:
+        return self.status == CORRECT
+
+    def __str__(self) -> str:
+        mark = {CORRECT: "✅ Correct", WRONG: "❌ Not yet", NOT_ATTEMPTED: "⏳ Not attempted yet"}[self.status]
+        text = f"{mark} ({self.exercise}): {self.message}"
+        if self.hint:
+            text += f"\nHint: {self.hint}"
+        return text
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        import html
+
+        colour = {CORRECT: "#1a7f37", WRONG: "#cf222e", NOT_ATTEMPTED: "#6e7781"}[self.status]
+        body = html.escape(str(self)).replace("\n", "<br>")
+        return f'<div style="border-left: 4px solid {colour}; padding: 4px 8px">{body}</div>'
+
+
+def correct(message: str) -> Feedback:
+    return Feedback("", CORRECT, message)
+
+
+def wrong(message: str, hint: str) -> Feedback:
+    return Feedback("", WRONG, message, hint)
+
+
+def not_attempted(message: str = "replace the ... with your answer and run the cell again.") -> Feedback:
+    return Feedback("", NOT_ATTEMPTED, message)
+
+
+def is_stub(answer) -> bool:
+    """An untouched stub: ``...`` itself, or None (what a function whose body is ``...`` returns)."""
+    return answer is Ellipsis or answer is None
+
+
+def exercise(exercise_id: str):
+    """Register a checker under ``exercise_id`` (``"ch1.predict_strides"``)."""
+
+    def register(checker: Callable) -> Callable:
+        if exercise_id in _CHECKERS:
+            raise ValueError(f"exercise id {exercise_id!r} is registered twice")
+        _CHECKERS[exercise_id] = checker
+        return checker
+
+    return register
+
+
+def _load_all() -> None:
+    for name in _CHAPTER_MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+
+
+def exercise_ids() -> list[str]:
+    """Every registered exercise id, in chapter order."""
+    _load_all()
+    return sorted(_CHECKERS)
+
+
+def check(exercise_id: str, answer) -> Feedback:
+    """Check a learner's answer to an exercise and say whether it is right, with a hint when it is not.
+
+    Args:
+        exercise_id: the id printed in the notebook, e.g. ``"ch1.predict_strides"``.
+        answer: the learner's answer: a value, or the function they wrote (a stub counts as not attempted).
+
+    Returns:
+        ``Feedback`` (shows as a coloured box in Jupyter, as text elsewhere).
+
+    Raises:
+        TypeError: ``exercise_id`` is not a str.
+        ValueError: no exercise has that id.
+    """
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise_id must be a str such as 'ch1.predict_strides', got {type(exercise_id).__name__}")
+    _load_all()
+    if exercise_id not in _CHECKERS:
+        raise ValueError(f"exercise_id {exercise_id!r} is not an exercise; known: {', '.join(sorted(_CHECKERS))}")
+    if is_stub(answer):
+        verdict = not_attempted()
+    else:
+        try:
+            verdict = _CHECKERS[exercise_id](answer)
+        except Exception as error:  # the learner's function raised: that is feedback, not a crash
+            verdict = wrong(f"your code raised {type(error).__name__}: {error}", "run it on its own in a cell to see where.")
+    return Feedback(exercise_id, verdict.status, verdict.message, verdict.hint)
