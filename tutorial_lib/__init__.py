@@ -7,8 +7,10 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
 from .memory import MemoryReport, format_bytes, measure_memory
+from .memory_pictures import draw_memory_timeline
 from .ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .storage import Layout, layout, same_storage, shares_memory
+from .tables import OpTable, op_table
 
 __version__ = "0.1.0"
 
@@ -25,11 +27,14 @@ __all__ = [
     "OpReport",
     "OpRow",
     "SavedTensor",
+    "OpTable",
     "autograd_graph",
+    "draw_memory_timeline",
     "format_bytes",
     "inplace_hazards",
     "layout",
     "measure_memory",
+    "op_table",
     "same_storage",
     "shares_memory",
     "trace_ops",
