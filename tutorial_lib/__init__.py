@@ -6,6 +6,8 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 
 from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
+from .layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
+from .layout_pictures import draw_layout, layout_summary
 from .memory import MemoryReport, format_bytes, measure_memory
 from .memory_pictures import draw_memory_timeline
 from .ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
@@ -28,15 +30,21 @@ __all__ = [
     "OpRow",
     "SavedTensor",
     "OpTable",
+    "StrideExplorer",
+    "ViewCopyExplorer",
     "autograd_graph",
+    "draw_layout",
     "draw_memory_timeline",
     "format_bytes",
     "inplace_hazards",
     "layout",
+    "layout_summary",
     "measure_memory",
     "op_table",
     "same_storage",
     "shares_memory",
+    "stride_explorer",
     "trace_ops",
+    "view_copy_explorer",
     "view_or_copy",
 ]

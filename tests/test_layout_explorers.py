@@ -1,0 +1,306 @@
+"""The explorers driven like a learner would, by setting widget values; checked against torch itself.
+
+No browser: widgets are plain traitlets objects, and setting ``.value`` runs the explorer's update.
+Update times are measured in benchmarks/bench_explorers.py, never asserted here.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from tutorial_lib.layout_explorers import (  # noqa: E402
+    OPERATIONS,
+    StrideExplorer,
+    ViewCopyExplorer,
+    parse_ints,
+    stride_explorer,
+    view_copy_explorer,
+)
+
+
+def truth_map(t):
+    """{storage index: (row-major positions)} for every element of t, computed by torch."""
+    numel = t.untyped_storage().nbytes() // t.element_size()
+    indices = torch.arange(numel).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).tolist()
+    found = {}
+    for position, index in enumerate(indices):
+        found.setdefault(index, []).append(position)
+    return {index: tuple(positions) for index, positions in found.items()}
+
+
+def set_layout(explorer, shape, stride, offset=0):
+    explorer.shape.value = shape
+    explorer.stride.value = stride
+    explorer.offset.value = offset
+
+
+# ------------------------------------------------------------------------------------------ stride explorer
+
+
+def test_stride_explorer_starts_as_a_contiguous_matrix():
+    explorer = stride_explorer()
+    assert isinstance(explorer, StrideExplorer)
+    assert (explorer.shape.value, explorer.stride.value, explorer.offset.value) == ("3, 4", "4, 1", 0)
+    assert explorer.layout_model.shape == (3, 4) and explorer.layout_model.is_contiguous
+    assert explorer.error == "" and explorer.message.value == ""
+    assert explorer.summary == (
+        "storage of 12 float32 (48 bytes); t: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 "
+        "(contiguous); t.is_contiguous() is True"
+    )
+    assert "<svg" in explorer.picture_view.value and "t.is_contiguous()</b>: yes" in explorer.table.value
+
+
+def test_setting_widgets_updates_model_picture_and_table_like_torch():
+    explorer = stride_explorer()
+    set_layout(explorer, "4, 3", "1, 4")
+    truth = explorer.storage.as_strided((4, 3), (1, 4), 0)
+    assert explorer.layout_model.stride == (1, 4) and not explorer.layout_model.is_contiguous
+    assert explorer.picture.read_map("t") == truth_map(truth)
+    assert "t.is_contiguous() is False" in explorer.summary
+    assert "t.is_contiguous()</b>: no" in explorer.table.value
+    # The address table: element -> index -> storage index -> byte offset, checked with data pointers.
+    base = truth.untyped_storage().data_ptr()
+    for position, index, storage_index, byte_offset in explorer.addresses:
+        assert index == divmod(position, 3)
+        assert truth[index].data_ptr() - base == byte_offset == storage_index * 4
+        assert f"<td>{storage_index}</td><td>{byte_offset}</td>" in explorer.table.value
+
+
+def test_offset_and_expand_settings():
+    explorer = stride_explorer()
+    set_layout(explorer, "2, 2", "4, 1", 5)
+    assert explorer.picture.read_map("t") == {5: (0,), 6: (1,), 9: (2,), 10: (3,)}
+    set_layout(explorer, "3, 4", "0, 1", 0)
+    assert explorer.picture.read_map("t") == {k: (k, k + 4, k + 8) for k in range(4)}
+    assert "stride 0 repeats them" in explorer.summary
+
+
+@pytest.mark.parametrize(
+    "shape, stride, offset, words",
+    [
+        ("3, 4", "4, 1", 1, "Out of bounds"),
+        ("3, 4", "5, 1", 0, "Out of bounds"),
+        ("3, 4", "-4, 1", 0, "Negative strides are not allowed"),
+        ("3, 4", "4, 1", -1, "storage offset must be 0 or more"),
+        ("-3, 4", "4, 1", 0, "Every size in the shape must be 0 or more"),
+        ("3, 4", "4", 0, "same number of entries"),
+        ("3, x", "4, 1", 0, "shape must be whole numbers"),
+        ("3, 4", "4.5, 1", 0, "stride must be whole numbers"),
+    ],
+)
+def test_impossible_settings_are_explained_never_raised(shape, stride, offset, words):
+    explorer = stride_explorer()
+    set_layout(explorer, shape, stride, offset)
+    assert words in explorer.error
+    assert words in explorer.message.value and "⚠" in explorer.message.value
+    assert explorer.summary.startswith("invalid setting: ")
+    assert explorer.tensor is None and explorer.layout_model is None and explorer.picture is None
+    assert explorer.figure is None
+    assert "opacity:0.3" in explorer.picture_view.value  # the last valid picture stays, faded
+    set_layout(explorer, "3, 4", "4, 1", 0)
+    assert explorer.error == "" and explorer.message.value == "" and explorer.layout_model.shape == (3, 4)
+
+
+def test_out_of_bounds_message_quotes_torch():
+    explorer = stride_explorer()
+    explorer.offset.value = 1
+    assert "requiring a storage size of 52 are out of bounds for storage of size 48" in explorer.message.value
+    assert "12 float32 elements (storage indices 0 to 11)" in explorer.error
+
+
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    stride=st.lists(st.integers(-1, 6), min_size=0, max_size=3),
+    offset=st.integers(-1, 12),
+)
+def test_torch_is_the_judge_of_every_setting(shape, stride, offset):
+    explorer = StrideExplorer(storage_size=12)
+    set_layout(explorer, ", ".join(map(str, shape)), ", ".join(map(str, stride)), offset)
+    try:
+        truth = torch.arange(12.0).as_strided(shape, stride, offset)
+    except RuntimeError:
+        truth = None
+    if truth is None:
+        assert explorer.tensor is None and explorer.error
+    else:
+        assert explorer.error == ""
+        assert explorer.picture.read_map("t") == truth_map(truth)
+        assert explorer.layout_model.is_contiguous == truth.is_contiguous()
+
+
+def test_contiguous_button_fills_in_torchs_strides():
+    explorer = stride_explorer()
+    explorer.shape.value = "2, 3, 2"
+    assert "same number of entries" in explorer.error
+    explorer.contiguous_button.click()
+    assert explorer.stride.value == ", ".join(map(str, torch.empty(2, 3, 2).stride())) == "6, 2, 1"
+    assert explorer.error == "" and explorer.layout_model.is_contiguous
+
+
+def test_dtype_changes_itemsize_and_byte_addresses():
+    explorer = stride_explorer()
+    explorer.dtype.value = "int16"
+    assert explorer.storage.dtype == torch.int16 and explorer.storage.tolist() == list(range(12))
+    assert explorer.layout_model.itemsize == 2
+    assert [b for *_, b in explorer.addresses] == [2 * k for k in range(12)]
+    assert explorer.summary.startswith("storage of 12 int16 (24 bytes)")
+    explorer.dtype.value = "float64"
+    assert [b for *_, b in explorer.addresses][:3] == [0, 8, 16]
+
+
+def test_figure_is_one_reused_matplotlib_figure_matching_the_state():
+    import matplotlib.pyplot as plt
+
+    explorer = stride_explorer()
+    first = explorer.figure
+    assert isinstance(first, Figure) and first.summary == explorer.picture.summary
+    set_layout(explorer, "4, 3", "1, 4")
+    second = explorer.figure
+    assert second is first and second.layout_picture.read_map("t") == explorer.picture.read_map("t")
+    assert plt.get_fignums() == []
+
+
+def test_big_shapes_with_stride_zero_stay_cheap():
+    explorer = stride_explorer()
+    set_layout(explorer, "1000, 1000", "0, 0")
+    assert explorer.error == "" and explorer.layout_model.numel == 10**6
+    assert len(explorer.addresses) == 24 and "more elements" in explorer.table.value
+
+
+def test_stride_explorer_displays_as_widgets_with_the_summary_as_text():
+    explorer = stride_explorer()
+    bundle = explorer._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
+    assert bundle["text/plain"] == f"StrideExplorer: {explorer.summary}"
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"storage_size": 0}, ValueError, "storage_size"),
+        ({"storage_size": 5000}, ValueError, "storage_size"),
+        ({"storage_size": "12"}, TypeError, "storage_size"),
+        ({"dtype": "float32"}, TypeError, "dtype"),
+        ({"dtype": torch.complex64}, ValueError, "dtype"),
+    ],
+)
+def test_stride_explorer_bad_arguments(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        stride_explorer(**kwargs)
+
+
+def test_parse_ints():
+    assert parse_ints("3, 4", "shape") == (3, 4)
+    assert parse_ints("(3,)", "shape") == (3,)
+    assert parse_ints("[2 3 4]", "shape") == (2, 3, 4)
+    assert parse_ints(" ", "shape") == () == parse_ints("()", "shape")
+    assert parse_ints("-1, 2", "stride") == (-1, 2)
+    with pytest.raises(ValueError, match="stride must be whole numbers"):
+        parse_ints("1, two", "stride")
+    with pytest.raises(TypeError, match="shape"):
+        parse_ints((3, 4), "shape")
+
+
+# ------------------------------------------------------------------------------------- view/copy explorer
+
+EXPECTED = {
+    "x.t()": "view",
+    "x[0]": "view",
+    "x[:, 1]": "view",
+    "x[[0, 2]]": "copy",
+    "x.index_select(0, torch.tensor([0, 2]))": "copy",
+    "x.masked_select(x > 5)": "copy",
+    "x.gather(1, torch.tensor([[0], [1], [2]]))": "copy",
+    "x.flip(0)": "copy",
+    "x.reshape(-1)": "view",
+    "x.t().reshape(-1)": "copy",
+    "x.contiguous()": "view",
+    "x.t().contiguous()": "copy",
+    "x[0].expand(3, 4)": "view",
+    "x.view(torch.uint8)": "view",
+    "x.clone()": "copy",
+    "x.detach()": "view",
+    "x.add_(1)": "in-place",
+}
+
+
+@pytest.mark.parametrize("expression", list(EXPECTED))
+def test_each_operation_reports_what_torch_did(expression):
+    x = torch.arange(12.0).reshape(3, 4)
+    explorer = view_copy_explorer(x)
+    explorer.operation.value = expression
+    assert explorer.row.verdict == EXPECTED[expression]
+    # Ground truth, straight from torch: does the result live in x's storage?
+    fresh = x.clone()
+    result = eval(expression, {"torch": torch}, {"x": fresh})
+    same = result.untyped_storage().data_ptr() == fresh.untyped_storage().data_ptr()
+    assert same == (EXPECTED[expression] != "copy")
+    if same:
+        assert explorer.row.new_bytes == 0
+        assert len(explorer.picture.strips) == 1  # drawn over x's storage
+        assert explorer.picture.read_map(expression) == truth_map(result)
+    else:
+        assert explorer.row.new_bytes == result.untyped_storage().nbytes()
+        assert len(explorer.picture.strips) == 2  # a storage of its own, drawn apart
+        assert "separate from x's (not shared)" in explorer.summary
+    assert explorer.layout_model.shape == tuple(result.shape)
+    assert explorer.summary.startswith(f"{expression}: {EXPECTED[expression]}, allocates {explorer.row.new_bytes:,}")
+    assert EXPECTED[expression] in explorer.verdict.value
+    assert "<svg" in explorer.after_view.value
+    assert torch.equal(x, torch.arange(12.0).reshape(3, 4))  # x itself is never changed
+
+
+def test_every_default_operation_runs_on_the_default_x():
+    explorer = view_copy_explorer()
+    for expression in OPERATIONS:
+        explorer.operation.value = expression
+        assert explorer.row is not None, explorer.summary
+        assert explorer.figure.summary == explorer.picture.summary
+
+
+def test_in_place_result_shows_the_changed_values():
+    explorer = view_copy_explorer()
+    explorer.operation.value = "x.add_(1)"
+    storage = explorer.picture.row_cells("storage")
+    assert [c.text for c in storage] == [str(k + 1) for k in range(12)]
+    assert "shares memory with x" in explorer.summary
+
+
+def test_an_operation_that_fails_for_this_x_is_explained():
+    explorer = ViewCopyExplorer(torch.arange(5.0), operations=["x[0]", "x[:, 1]", "x.tolist()"])
+    explorer.operation.value = "x[:, 1]"
+    assert explorer.row is None and explorer.figure is None
+    assert "x[:, 1] cannot run on this x: IndexError" in explorer.summary
+    assert "IndexError" in explorer.message.value
+    explorer.operation.value = "x.tolist()"
+    assert "not a tensor" in explorer.summary
+    explorer.operation.value = "x[0]"
+    assert explorer.row.verdict == "view" and explorer.message.value == ""
+
+
+def test_view_copy_explorer_displays_as_widgets_with_the_summary_as_text():
+    explorer = view_copy_explorer()
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"].startswith("ViewCopyExplorer: x.t(): view, allocates 0 bytes")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"x": [1, 2]}, TypeError, "x must be a torch.Tensor"),
+        ({"x": torch.empty(2, device="meta")}, ValueError, "x is a meta tensor"),
+        ({"operations": "x.t()"}, TypeError, "operations"),
+        ({"operations": []}, ValueError, "operations is empty"),
+        ({"operations": ["x.t()", 3]}, TypeError, r"operations\[1\]"),
+    ],
+)
+def test_view_copy_explorer_bad_arguments(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        view_copy_explorer(**kwargs)

@@ -1,0 +1,353 @@
+"""layout_pictures against ground truth: which cells each drawn row highlights, checked with torch's indexing.
+
+Every check looks at what is drawn: the picture plan (``fig.layout_picture``), the matplotlib artists by
+gid (rectangles and texts), the SVG elements by id, and the summary text; the truth is
+``torch.arange(n).as_strided(shape, stride, offset)`` over the same storage, or per-element data pointers.
+"""
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from tutorial_lib import layout  # noqa: E402
+from tutorial_lib.layout_pictures import (  # noqa: E402
+    MAX_LISTED,
+    draw_layout,
+    layout_picture,
+    layout_summary,
+    picture_svg,
+    storage_values_text,
+)
+
+
+def truth_map(t):
+    """{storage index: [row-major positions]} for every element of t, computed by torch itself."""
+    numel = t.untyped_storage().nbytes() // t.element_size()
+    indices = torch.arange(numel).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).tolist()
+    found = {}
+    for position, index in enumerate(indices):
+        found.setdefault(index, []).append(position)
+    return {index: tuple(positions) for index, positions in found.items()}
+
+
+def artists_by_gid(fig):
+    """{gid: artist} for every patch and text drawn on the figure's axes."""
+    found = {}
+    for ax in fig.axes:
+        for artist in [*ax.patches, *ax.texts, *ax.artists]:
+            if artist.get_gid():
+                found[artist.get_gid()] = artist
+    return found
+
+
+def drawn_texts(fig):
+    """Every string written on the figure."""
+    return [text.get_text() for ax in fig.axes for text in ax.texts]
+
+
+def assert_row_matches_torch(fig, name, t, strip=0):
+    """The drawn row ``name`` highlights exactly the cells t reads, numbered with the right positions."""
+    picture = fig.layout_picture
+    truth = truth_map(t)
+    assert picture.read_map(name) == truth
+    artists = artists_by_gid(fig)
+    for cell in picture.row_cells(name):
+        rectangle = artists[f"cell:{strip}:{name}:{cell.index}"]
+        assert isinstance(rectangle, Rectangle)
+        if cell.index in truth:
+            positions = truth[cell.index]
+            expected = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
+            assert artists[f"text:{strip}:{name}:{cell.index}"].get_text() == expected
+            assert rectangle.get_linestyle() == "-"
+        else:
+            assert cell.state == "unread"
+            assert rectangle.get_linestyle() == ":"  # dotted: not colour alone
+            assert f"text:{strip}:{name}:{cell.index}" not in artists
+
+
+@pytest.fixture
+def matrix():
+    return torch.arange(12.0).reshape(3, 4)
+
+
+def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
+    a = matrix
+    fig = draw_layout(a, a.t(), a[1:, 1:3], names=["a", "a.t()", "a[1:, 1:3]"])
+    assert isinstance(fig, Figure)
+    picture = fig.layout_picture
+    assert len(picture.strips) == 1 and picture.strips[0].rows == ("a", "a.t()", "a[1:, 1:3]")
+    for name, t in [("a", a), ("a.t()", a.t()), ("a[1:, 1:3]", a[1:, 1:3])]:
+        assert_row_matches_torch(fig, name, t)
+    # The transpose reads cell 1 as its element 3 (a.t()[0, 1] is a[1, 0]... i.e. storage index 4 is position 1).
+    assert picture.read_map("a.t()")[4] == (1,)
+    assert fig.summary == (
+        "storage of 12 float32 (48 bytes); a: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 (contiguous); "
+        "a.t(): shape (4, 3) stride (1, 4) offset 0 reads the same 12 cells as a in a different order; "
+        "a[1:, 1:3]: shape (2, 2) stride (4, 1) offset 5 reads 4 elements within cells 5–10, not contiguously, "
+        "4 of a's 12 cells"
+    )
+    assert fig.summary == layout_summary(a, a.t(), a[1:, 1:3], names=["a", "a.t()", "a[1:, 1:3]"])
+
+
+def test_storage_cells_show_the_storage_values_and_indices(matrix):
+    fig = draw_layout(matrix * 0.5, names=["h"])
+    artists = artists_by_gid(fig)
+    storage = [c for c in fig.layout_cells if c.row == "storage"]
+    assert [c.index for c in storage] == list(range(12))
+    assert [c.text for c in storage] == [f"{v:g}" for v in (torch.arange(12.0) * 0.5).tolist()]
+    for cell in storage:
+        assert artists[f"text:0:storage:{cell.index}"].get_text() == cell.text
+        assert artists[f"index:0:storage:{cell.index}"].get_text() == str(cell.index)
+    no_values = draw_layout(matrix, show_values=False)
+    assert all(c.text == "" for c in no_values.layout_cells if c.row == "storage")
+
+
+def test_steps_jump_stride_cells_like_torch(matrix):
+    t = matrix.t()
+    fig = draw_layout(matrix, t, names=["a", "a.t()"])
+    steps = {(s.row, s.dim): s for s in fig.layout_picture.steps}
+    truth = torch.arange(12).as_strided(t.shape, t.stride(), t.storage_offset())
+    assert steps[("a.t()", 0)].to_index == truth[1, 0].item() == 1
+    assert steps[("a.t()", 1)].to_index == truth[0, 1].item() == 4
+    assert steps[("a", 0)].to_index == 4 and steps[("a", 1)].to_index == 1
+    texts = {gid: a.get_text() for gid, a in artists_by_gid(fig).items() if gid.startswith("steptext")}
+    assert texts["steptext:0:a.t():1"] == "dim 1: stride 4 = jump 4 cells"
+    assert texts["steptext:0:a.t():0"] == "dim 0: stride 1 = jump 1 cell"
+
+
+def test_expand_with_stride_zero_marks_repeated_cells_with_counts():
+    v = torch.arange(4.0)
+    e = v.expand(3, 4)
+    fig = draw_layout(v, e, names=["v", "v.expand(3, 4)"])
+    assert_row_matches_torch(fig, "v.expand(3, 4)", e)
+    cells = fig.layout_picture.row_cells("v.expand(3, 4)", "read")
+    assert [(c.index, c.positions, c.text) for c in cells] == [
+        (0, (0, 4, 8), "×3"), (1, (1, 5, 9), "×3"), (2, (2, 6, 10), "×3"), (3, (3, 7, 11), "×3")
+    ]
+    artists = artists_by_gid(fig)
+    assert artists["cell:0:v.expand(3, 4):0"].get_hatch() == "///"  # not colour alone
+    assert artists["positions:0:v.expand(3, 4):0"].get_text() == "0,4,8"
+    assert "reads the same 4 cells as v, each 3 times (stride 0 repeats them)" in fig.summary
+    assert any(s.stride == 0 and s.from_index == s.to_index for s in fig.layout_picture.steps)
+    assert "dim 0: stride 0 = stays on the same cell" in drawn_texts(fig)
+
+
+def test_uint8_view_is_drawn_per_byte_and_lines_up_with_the_float_cells(matrix):
+    b = matrix.view(torch.uint8)
+    fig = draw_layout(matrix, b, matrix[1], names=["a", "bytes", "a[1]"])
+    strip = fig.layout_picture.strips[0]
+    assert strip.unit_bytes == 1 and strip.itemsize == 4
+    assert_row_matches_torch(fig, "bytes", b)
+    assert_row_matches_torch(fig, "a[1]", matrix[1])
+    artists = artists_by_gid(fig)
+    for k in range(12):
+        float_cell = artists[f"cell:0:storage:{k}"]
+        byte_cell = artists[f"cell:0:bytes:{4 * k}"]
+        # Byte 4k starts where float cell k starts (the row cells are inset by a hair for the border).
+        assert byte_cell.get_x() == pytest.approx(float_cell.get_x() + 0.04)
+        assert float_cell.get_width() == pytest.approx(4 * (byte_cell.get_width() + 0.08))
+    assert "as uint8 (1 byte each) reads the same 48 bytes as a" in fig.summary
+    assert "dim 0: stride 16 = jump 16 bytes" in drawn_texts(fig)
+
+
+def test_byte_ranges_of_rows_agree_with_data_pointers(matrix):
+    """Every drawn read cell covers exactly the bytes torch says that element occupies."""
+    b = matrix[:, 1:3].view(torch.int16)
+    fig = draw_layout(matrix, b, names=["a", "halves"])
+    base = matrix.untyped_storage().data_ptr()
+    for cell in fig.layout_picture.row_cells("halves", "read"):
+        for position in cell.positions:
+            index = divmod(position, b.shape[1])
+            assert b[index].data_ptr() - base == cell.byte_start
+            assert b.element_size() == cell.nbytes
+
+
+def test_tensors_with_other_storages_get_separate_strips(matrix):
+    c = matrix.clone()
+    fig = draw_layout(matrix, c, matrix[2], names=["a", "a.clone()", "a[2]"])
+    picture = fig.layout_picture
+    assert [s.rows for s in picture.strips] == [("a", "a[2]"), ("a.clone()",)]
+    assert "storage of 12 float32 (48 bytes), separate from a's (not shared); a.clone()" in fig.summary
+    assert_row_matches_torch(fig, "a.clone()", c, strip=1)
+    assert "cell:1:storage:0" in artists_by_gid(fig)
+
+
+def test_rows_of_one_storage_that_do_not_overlap_say_so(matrix):
+    fig = draw_layout(matrix[0], matrix[2], names=["row 0", "row 2"])
+    assert "shares no cell with row 0 (same storage, no overlap)" in fig.summary
+    assert set(fig.layout_picture.read_map("row 0")).isdisjoint(fig.layout_picture.read_map("row 2"))
+
+
+@st.composite
+def strided_views(draw):
+    """as_strided over a small storage: shape (0-3 dims, sizes 0-4), strides 0-5, offset 0-4."""
+    ndim = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)))
+    stride = tuple(draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim)))
+    offset = draw(st.integers(0, 4))
+    reach = offset + sum((size - 1) * step for size, step in zip(shape, stride) if size > 0)
+    numel = reach + 1 + draw(st.integers(0, 3))
+    dtype = draw(st.sampled_from([torch.float32, torch.int64, torch.uint8, torch.float16]))
+    return torch.arange(numel).to(dtype).as_strided(shape, stride, offset)
+
+
+@given(strided_views())
+def test_any_strided_view_highlights_exactly_what_torch_reads(t):
+    base = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage())
+    picture = layout_picture(base, t, names=["storage view", "t"])
+    assert picture.read_map("t") == truth_map(t)
+    drawn = {c.index for c in picture.row_cells("t")}
+    assert drawn == set(range(t.untyped_storage().nbytes() // t.element_size()))  # small: every cell drawn
+    assert all(c.count_exact for c in picture.row_cells("t"))
+
+
+def test_a_hundred_million_elements_draw_only_windows_with_gap_markers():
+    x = torch.empty(10**8)  # values are never read past the drawn cells
+    middle = x[5 * 10**7 : 5 * 10**7 + 10]
+    fig = draw_layout(x, middle, x[::1000], names=["x", "middle", "every 1000th"])
+    picture = fig.layout_picture
+    strip = picture.strips[0]
+    storage = picture.row_cells("storage")
+    assert len(storage) <= 64
+    assert len(storage) + strip.hidden_cells() == 10**8
+    gap_texts = [a.get_text() for gid, a in artists_by_gid(fig).items() if gid.startswith("gaptext")]
+    assert gap_texts and all(t.startswith("… ") and t.endswith("cells\nnot shown …") for t in gap_texts)
+    hidden = sum(int(t.split()[1].replace(",", "")) for t in gap_texts)
+    assert hidden == strip.hidden_cells()
+    # The slice is listed completely: its cells and positions are exact.
+    assert picture.read_map("middle") == {5 * 10**7 + k: (k,) for k in range(10)}
+    # x itself is too long to list: its first and last elements are exact, the middle window is "?".
+    base = x.untyped_storage().data_ptr()
+    for cell in picture.row_cells("x", "read"):
+        (position,) = cell.positions
+        assert x[position].data_ptr() - base == cell.byte_start
+    unknown = picture.row_cells("x", "unknown")
+    assert unknown and all(c.text == "?" for c in unknown)
+    assert all(MAX_LISTED <= c.index < 10**8 - 1024 for c in unknown)
+    assert "cells marked ? were not checked" in fig.summary
+    assert "cells 0–15 and 49,999,996–50,000,013 and 99,999,984–99,999,999 shown" in fig.summary
+    step = next(s for s in picture.steps if s.row == "every 1000th")
+    assert not step.shown
+    texts = drawn_texts(fig)
+    assert "dim 0: stride 1000 = jump 1,000 cells (target not shown)" in texts
+
+
+def test_transpose_of_a_big_matrix_never_guesses():
+    """Too long to list: every drawn cell is either exactly right or marked '?', never wrongly 'unread'."""
+    big = torch.empty(3000, 3000).t()  # reads every storage cell, in transposed order
+    picture = layout_picture(big, names=["big.t()"], show_values=False)
+    base = big.untyped_storage().data_ptr()
+    cells = picture.row_cells("big.t()")
+    assert not [c for c in cells if c.state == "unread"]
+    read = [c for c in cells if c.state == "read"]
+    assert read and picture.row_cells("big.t()", "unknown")
+    for cell in read:
+        for position in cell.positions:
+            assert big[divmod(position, 3000)].data_ptr() - base == cell.byte_start
+
+
+def test_zero_dim_and_empty_tensors():
+    scalar = torch.arange(5.0)[3]
+    fig = draw_layout(scalar, names=["s"])
+    assert fig.layout_picture.read_map("s") == {3: (0,)}
+    assert "s: shape () stride () offset 3 reads cell 3 (contiguous)" in fig.summary
+    empty = torch.arange(5.0)[2:2]
+    fig = draw_layout(empty, names=["e"])
+    assert fig.layout_picture.row_cells("e", "read") == ()
+    assert "reads nothing (no elements)" in fig.summary
+
+
+def test_layouts_can_be_drawn_without_values(matrix):
+    fig = draw_layout(layout(matrix), layout(matrix.t()), names=["a", "a.t()"], show_values=False)
+    assert len(fig.layout_picture.strips) == 1
+    assert fig.layout_picture.read_map("a.t()") == truth_map(matrix.t())
+    assert "Layouts drawn on one strip because their storage sizes match" in fig.summary
+    with pytest.raises(ValueError, match="show_values"):
+        draw_layout(layout(matrix))
+
+
+def test_drawing_into_a_given_axes_returns_its_figure(matrix):
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert draw_layout(matrix, ax=ax) is fig
+    assert fig.summary.startswith("storage of 12 float32")
+    assert "cell:0:t0:0" in artists_by_gid(fig)
+
+
+def test_figures_are_bare_and_display_as_png(matrix):
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    fig = draw_layout(matrix)
+    assert plt.get_fignums() == before  # nothing registered with pyplot: no too-many-figures warning
+    assert fig._repr_png_().startswith(b"\x89PNG")
+
+
+def test_svg_has_the_same_cells_and_the_summary_as_title(matrix):
+    picture = layout_picture(matrix, matrix.t(), names=["a", "a.t()"])
+    root = ET.fromstring(picture_svg(picture))
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    assert root.find("svg:title", ns).text == picture.summary
+    ids = {element.get("id"): element for element in root.iter() if element.get("id")}
+    for cell in picture.cells:
+        assert f"cell:{cell.strip}:{cell.row}:{cell.index}" in ids
+        if cell.text:
+            assert ids[f"text:{cell.strip}:{cell.row}:{cell.index}"].text == cell.text
+
+
+def test_storage_values_text_reads_raw_storage():
+    base = torch.tensor([0.5, 1.0, 2.25, 3.0, float("nan"), 1e9])
+    view = base[::2]
+    assert storage_values_text(view) == ("0.5", "1", "2.25", "3", "nan", "1e+09")
+    assert storage_values_text(view, 1, 3) == ("1", "2.25")
+    assert storage_values_text(base, max_cells=2) == ("0.5", "1")
+    assert storage_values_text(torch.tensor([True, False])) == ("T", "F")
+    with pytest.raises(ValueError, match="start and stop"):
+        storage_values_text(base, 4, 7)
+    with pytest.raises(TypeError, match="start"):
+        storage_values_text(base, 1.5)
+    with pytest.raises(TypeError, match="t must be a torch.Tensor"):
+        storage_values_text([1, 2])
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda a: draw_layout(), ValueError, "tensors is empty"),
+        (lambda a: draw_layout([1, 2]), TypeError, r"tensors\[0\]"),
+        (lambda a: draw_layout(a, a.to_sparse()), ValueError, r"tensors\[1\]"),
+        (lambda a: draw_layout(a, names="a"), TypeError, "names"),
+        (lambda a: draw_layout(a, names=["a", "b"]), ValueError, "names"),
+        (lambda a: draw_layout(a, a, names=["a", "a"]), ValueError, "names must be distinct"),
+        (lambda a: draw_layout(a, names=[3]), TypeError, r"names\[0\]"),
+        (lambda a: draw_layout(a, names=["storage"]), ValueError, r"names\[0\]"),
+        (lambda a: draw_layout(a, max_cells=3), ValueError, "max_cells"),
+        (lambda a: draw_layout(a, max_cells="64"), TypeError, "max_cells"),
+        (lambda a: draw_layout(a, show_values="yes"), TypeError, "show_values"),
+        (lambda a: draw_layout(a, ax="axes"), TypeError, "ax must be"),
+        (lambda a: picture_svg(a), TypeError, "picture"),
+    ],
+)
+def test_bad_arguments_are_named(matrix, call, error, words):
+    with pytest.raises(error, match=words):
+        call(matrix)
+
+
+def test_importing_the_module_imports_no_matplotlib_and_changes_nothing():
+    code = (
+        "import sys, tutorial_lib.layout_pictures, tutorial_lib.layout_explorers\n"
+        "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]

@@ -1,0 +1,486 @@
+"""Live explorers (ipywidgets 8): strides over a fixed storage, and which operations view or copy.
+
+Each explorer is a plain class: its widgets are attributes, ``update()`` recomputes everything from
+the widgets' values, and ``summary``, ``picture``, ``layout_model`` and ``figure`` describe the current
+state, so tests drive an explorer by setting ``.value`` on its widgets, with no browser. The explorer
+displays as an ipywidgets VBox. The live picture is the layout picture as SVG in an ``HTML`` widget:
+it needs no ipympl, works in JupyterLab, and redraws in a few milliseconds, where rasterising a
+matplotlib figure on every change takes several times the 50 ms budget (benchmarks/bench_explorers.py).
+``figure`` draws the same picture with matplotlib, into one reused figure, when asked.
+
+torch is the judge of what is possible: the stride explorer builds its tensor with ``torch.as_strided``
+and shows torch's refusal, explained, in a message instead of raising.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import re
+
+import torch
+
+from ._checks import describe, require_positive_int, require_tensor
+from .layout_pictures import layout_picture, picture_svg, redraw_layout
+from .ops import view_or_copy
+
+#: The dtypes the stride explorer offers, by the name shown in its dropdown.
+DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+}
+#: The largest storage the stride explorer builds (its values are listed and drawn).
+MAX_STORAGE_SIZE = 4096
+#: How many elements the address table lists.
+TABLE_ROWS = 24
+
+#: The operations ``view_copy_explorer`` offers by default (each an expression in ``x``).
+OPERATIONS = (
+    "x.t()",
+    "x[0]",
+    "x[:, 1]",
+    "x[1:, ::2]",
+    "x[[0, 2]]",
+    "x.index_select(0, torch.tensor([0, 2]))",
+    "x.masked_select(x > 5)",
+    "x.gather(1, torch.tensor([[0], [1], [2]]))",
+    "x.flip(0)",
+    "x.reshape(-1)",
+    "x.t().reshape(-1)",
+    "x.view(-1)",
+    "x.contiguous()",
+    "x.t().contiguous()",
+    "x[0].expand(3, 4)",
+    "x.unsqueeze(0)",
+    "x.permute(1, 0)",
+    "x.diagonal()",
+    "x.narrow(1, 1, 2)",
+    "x.view(torch.uint8)",
+    "x.clone()",
+    "x.detach()",
+    "x.add_(1)",
+    "x * 2",
+)
+
+_NUMBER = re.compile(r"^[+-]?\d+$")
+
+
+def parse_ints(text, name: str) -> tuple[int, ...]:
+    """Read a shape or stride typed as text: ``"3, 4"``, ``"(3, 4)"``, ``"[3 4]"``, ``"(3,)"``, ``""`` (0-dim).
+
+    Args:
+        text: the text typed into a widget.
+        name: what it is (``"shape"``, ``"stride"``), for the error message.
+
+    Returns:
+        The numbers as a tuple of ints (``()`` for empty text or ``"()"``).
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: an entry is not a whole number (the message names ``name`` and the entry).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str such as '3, 4', got {describe(text)}")
+    inner = text.strip().strip("()[]").strip()
+    if not inner:
+        return ()
+    pieces = [p.strip() for p in re.split(r"[,\s]+", inner)]
+    if pieces and pieces[-1] == "":
+        pieces.pop()  # a trailing comma, as in "(3,)"
+    values = []
+    for piece in pieces:
+        if not _NUMBER.match(piece):
+            raise ValueError(f"{name} must be whole numbers separated by commas, like 3, 4: {piece!r} is not")
+        values.append(int(piece))
+    return tuple(values)
+
+
+def _ints_text(values) -> str:
+    """``(3, 4)`` -> ``"3, 4"``, as typed into the shape and stride boxes."""
+    return ", ".join(str(v) for v in values)
+
+
+def _explain_refusal(error: RuntimeError, storage_numel: int, dtype_name: str) -> str:
+    """Plain words for why ``torch.as_strided`` refused a setting (torch's own message is shown too)."""
+    text = str(error)
+    if "out of bounds" in text:
+        return (
+            f"Out of bounds: with this shape, stride and offset some element would lie past the end of "
+            f"the storage, which has {storage_numel} {dtype_name} elements (storage indices 0 to "
+            f"{storage_numel - 1}). Make a size, a stride or the offset smaller."
+        )
+    if "Negative strides" in text:
+        return (
+            "Negative strides are not allowed: a PyTorch tensor only steps forward through its storage "
+            "(flip() makes a reversed copy instead)."
+        )
+    if "storage offset" in text:
+        return "The storage offset must be 0 or more: it is the storage index of the first element."
+    if "negative dimension" in text or "overflowed" in text:
+        return "Every size in the shape must be 0 or more."
+    if "mismatch in length" in text:
+        return (
+            "shape and stride need the same number of entries: one stride per dimension "
+            "(press 'contiguous strides' to fill them in)."
+        )
+    return "torch refused this setting."
+
+
+def _widgets():
+    import ipywidgets
+
+    return ipywidgets
+
+
+def _svg_html(svg: str, stale: bool = False) -> str:
+    # A picture of an earlier, valid setting stays visible but faded, so the layout does not jump.
+    style = "opacity:0.3" if stale else ""
+    return f'<div style="overflow-x:auto;{style}">{svg}</div>'
+
+
+def _bundle(explorer, **kwargs) -> dict:
+    """The widgets' display bundle, with the explorer's summary as its plain text.
+
+    The plain text is what a notebook stores for readers without widgets and what nbval compares, so
+    it says what the explorer shows instead of the widget's truncated repr.
+    """
+    data = explorer.widget._repr_mimebundle_(**kwargs)
+    data["text/plain"] = f"{type(explorer).__name__}: {explorer.summary}"
+    return data
+
+
+class StrideExplorer:
+    """Shape, stride, offset and dtype over a fixed ``torch.arange`` storage, with the layout live.
+
+    Widgets: ``shape`` and ``stride`` (text such as ``3, 4``), ``offset`` (int), ``dtype`` (dropdown),
+    ``contiguous_button`` (fills in contiguous strides for the shape), ``message`` (why a setting is
+    impossible), ``picture_view`` (the layout picture), ``table`` (is_contiguous and element addresses).
+
+    Args:
+        storage_size: elements in the storage, ``torch.arange(storage_size)`` cast to ``dtype`` (1 to 4096).
+        dtype: the storage's initial dtype (one of ``DTYPES``).
+        max_cells: the most storage cells the picture draws.
+
+    Attributes after each ``update()``:
+        tensor: ``torch.as_strided(storage, shape, stride, offset)``, or None when torch refuses.
+        layout_model: the ``Layout`` of ``tensor`` (None when invalid).
+        picture: the ``LayoutPicture`` drawn (None when invalid).
+        error: the explanation shown in ``message`` ('' when valid).
+        summary: one line of text describing the current state (the error when invalid).
+        addresses: ``(position, index, storage index, byte offset)`` rows of the table.
+    """
+
+    def __init__(self, storage_size: int = 12, dtype=torch.float32, max_cells: int = 64):
+        require_positive_int(storage_size, "storage_size")
+        if storage_size > MAX_STORAGE_SIZE:
+            raise ValueError(f"storage_size must be at most {MAX_STORAGE_SIZE}, got {storage_size}")
+        names = {v: k for k, v in DTYPES.items()}
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {describe(dtype)}")
+        if dtype not in names:
+            raise ValueError(f"dtype must be one of {', '.join('torch.' + n for n in DTYPES)}, got {dtype}")
+        require_positive_int(max_cells, "max_cells")
+        widgets = _widgets()
+        self.storage_size = storage_size
+        self.max_cells = max_cells
+        self._figure = None
+        self._last_svg = ""
+        rows = max(d for d in range(1, math.isqrt(storage_size) + 1) if storage_size % d == 0)
+        shape = (rows, storage_size // rows) if rows > 1 else (storage_size,)
+        contiguous = torch.empty(shape, device="meta").stride()
+        self.shape = widgets.Text(value=_ints_text(shape), description="shape")
+        self.stride = widgets.Text(value=_ints_text(contiguous), description="stride")
+        self.offset = widgets.IntText(value=0, description="offset")
+        self.dtype = widgets.Dropdown(options=list(DTYPES), value=names[dtype], description="dtype")
+        self.contiguous_button = widgets.Button(description="contiguous strides",
+                                                tooltip="set the strides a new tensor of this shape would have")
+        self.message = widgets.HTML()
+        self.picture_view = widgets.HTML()
+        self.table = widgets.HTML()
+        self.widget = widgets.VBox([
+            widgets.HBox([self.shape, self.stride]),
+            widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
+            self.message,
+            self.picture_view,
+            self.table,
+        ])
+        self._build_storage()
+        for control in (self.shape, self.stride, self.offset):
+            control.observe(lambda change: self.update(), names="value")
+        self.dtype.observe(self._dtype_changed, names="value")
+        self.contiguous_button.on_click(lambda button: self.set_contiguous_strides())
+        self.update()
+
+    def _build_storage(self) -> None:
+        # arange then cast: small integer dtypes wrap around instead of failing for big storages.
+        self.storage = torch.arange(self.storage_size).to(DTYPES[self.dtype.value])
+
+    def _dtype_changed(self, change) -> None:
+        self._build_storage()
+        self.update()
+
+    def set_contiguous_strides(self) -> None:
+        """Fill in the strides torch gives a new tensor of the current shape (row-major, no gaps)."""
+        try:
+            shape = parse_ints(self.shape.value, "shape")
+            strides = torch.empty(shape, device="meta").stride()
+        except (ValueError, RuntimeError) as error:
+            self._invalid(f"Cannot work out contiguous strides: {error}", "")
+            return
+        self.stride.value = _ints_text(strides)
+
+    def _invalid(self, explanation: str, torch_says: str) -> None:
+        self.tensor = self.layout_model = self.picture = None
+        self.addresses = ()
+        self.error = explanation
+        self.summary = f"invalid setting: {explanation}" + (f" (torch: {torch_says})" if torch_says else "")
+        detail = f"<br><code>torch: {html.escape(torch_says)}</code>" if torch_says else ""
+        self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(explanation)}</b>{detail}</div>'
+        if self._last_svg:
+            self.picture_view.value = _svg_html(self._last_svg, stale=True)
+        self.table.value = ""
+
+    def update(self) -> None:
+        """Rebuild the tensor from the widgets and redraw picture, table, message and summary."""
+        try:
+            shape = parse_ints(self.shape.value, "shape")
+            stride = parse_ints(self.stride.value, "stride")
+        except ValueError as error:
+            self._invalid(str(error), "")
+            return
+        offset = self.offset.value
+        dtype_name = self.dtype.value
+        try:
+            tensor = torch.as_strided(self.storage, shape, stride, offset)
+        except RuntimeError as error:
+            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), str(error))
+            return
+        self.tensor = tensor
+        self.picture = layout_picture(tensor, names=["t"], max_cells=self.max_cells)
+        self.layout_model = self.picture.rows[0].layout
+        self.error = ""
+        self.message.value = ""
+        self.summary = f"{self.picture.summary}; t.is_contiguous() is {tensor.is_contiguous()}"
+        self._last_svg = picture_svg(self.picture)
+        self.picture_view.value = _svg_html(self._last_svg)
+        self.addresses = self._addresses(tensor)
+        self.table.value = self._table_html()
+
+    def _addresses(self, tensor: torch.Tensor) -> tuple[tuple[int, tuple[int, ...], int, int], ...]:
+        """(row-major position, index, storage index, byte offset) for the first ``TABLE_ROWS`` elements.
+
+        Storage indices come from the layout; byte offsets from torch's own data pointers (the address
+        of each element minus the storage's), so the table shows what the hardware address really is.
+        """
+        lay = self.layout_model
+        base = tensor.untyped_storage().data_ptr()
+        rows = []
+        indices = itertools.product(*(range(size) for size in lay.shape))
+        for position, index in enumerate(itertools.islice(indices, min(TABLE_ROWS, lay.numel))):
+            element = tensor[index] if index else tensor
+            rows.append((position, index, lay.element_indices[position], element.data_ptr() - base))
+        return tuple(rows)
+
+    def _table_html(self) -> str:
+        lay = self.layout_model
+        verdict = "yes: row-major order, no gaps" if lay.is_contiguous else "no"
+        head = (
+            f"<p><b>t.is_contiguous()</b>: {verdict} · element address = "
+            f"<code>{html.escape(lay.formula())}</code> · {lay.itemsize} bytes per element</p>"
+        )
+        rows = "".join(
+            f"<tr><td>{p}</td><td>t[{', '.join(map(str, i))}]</td><td>{s}</td><td>{b}</td></tr>"
+            for p, i, s, b in self.addresses
+        )
+        more = f"<p>… {lay.numel - len(self.addresses):,} more elements</p>" if lay.numel > len(self.addresses) else ""
+        return (
+            head + '<table style="font-family:monospace"><tr><th>element (row-major)</th><th>index</th>'
+            "<th>storage index</th><th>byte offset</th></tr>" + rows + "</table>" + more
+        )
+
+    @property
+    def figure(self):
+        """The current picture drawn with matplotlib (one figure, reused), or None when invalid."""
+        if self.picture is None:
+            return None
+        if self._figure is None:
+            from matplotlib.figure import Figure
+
+            self._figure = Figure()
+        return redraw_layout(self._figure, self.picture)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return _bundle(self, **kwargs)
+
+
+class ViewCopyExplorer:
+    """Pick an operation on ``x``; see whether it views or copies, what it allocates, and the layouts.
+
+    Widgets: ``operation`` (dropdown of expressions in ``x``), ``verdict`` (view or copy, bytes, shares
+    memory, aten ops), ``message`` (an operation that fails for this ``x``), ``before_view`` and
+    ``after_view`` (layout pictures of ``x``, and of ``x`` with the result after the operation).
+
+    Args:
+        x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
+        operations: expressions in ``x`` for the dropdown (default ``OPERATIONS``).
+        max_cells: the most storage cells each picture draws.
+
+    Attributes after each ``update()``:
+        row: the ``OpRow`` from ``view_or_copy`` (None when the operation failed).
+        result: the result tensor (run on a fresh copy of ``x``; ``x`` itself is never changed).
+        layout_model: the result's ``Layout``.
+        picture, before_picture: the ``LayoutPicture`` after and before.
+        summary: one line describing the current state.
+    """
+
+    def __init__(self, x=None, operations=None, max_cells: int = 64):
+        if x is None:
+            x = torch.arange(12.0).reshape(3, 4)
+        self.x = require_tensor(x, "x", allow_meta=False)
+        if operations is None:
+            operations = OPERATIONS
+        if isinstance(operations, str) or not isinstance(operations, (list, tuple)):
+            raise TypeError(f"operations must be a list of expressions (str) in x, got {describe(operations)}")
+        if not operations:
+            raise ValueError("operations is empty: give at least one expression such as 'x.t()'")
+        for i, expression in enumerate(operations):
+            if not isinstance(expression, str):
+                raise TypeError(f"operations[{i}] must be a str, got {describe(expression)}")
+        require_positive_int(max_cells, "max_cells")
+        widgets = _widgets()
+        self.max_cells = max_cells
+        self._figure = None
+        self.operation = widgets.Dropdown(options=list(operations), value=operations[0], description="operation",
+                                          layout=widgets.Layout(width="max-content"))
+        self.verdict = widgets.HTML()
+        self.message = widgets.HTML()
+        self.before_picture = layout_picture(self.x, names=["x"], max_cells=max_cells)
+        self.before_view = widgets.HTML(_svg_html(picture_svg(self.before_picture)))
+        self.after_view = widgets.HTML()
+        self.widget = widgets.VBox([
+            self.operation,
+            self.verdict,
+            self.message,
+            widgets.HTML("<b>before</b>"),
+            self.before_view,
+            widgets.HTML("<b>after</b>"),
+            self.after_view,
+        ])
+        self.operation.observe(lambda change: self.update(), names="value")
+        self.update()
+
+    def update(self) -> None:
+        """Run the chosen operation (on a fresh copy of ``x``) and redraw everything."""
+        expression = self.operation.value
+        captured = {}
+
+        def run(x):
+            captured["x"] = x
+            captured["result"] = eval(expression, {"torch": torch}, {"x": x})  # noqa: S307 - the course's own list
+            return captured["result"]
+
+        try:
+            report = view_or_copy({expression: run}, x=self.x)
+        except Exception as error:  # noqa: BLE001 - any failure of the learner's op is shown, not raised
+            self._invalid(expression, f"{type(error).__name__}: {error}")
+            return
+        result = captured.get("result")
+        if not isinstance(result, torch.Tensor):
+            self._invalid(expression, f"it returned {describe(result)}, not a tensor")
+            return
+        self.report, self.row, self.result = report, report[0], result
+        self.picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=self.max_cells)
+        self.layout_model = self.picture.rows[-1].layout
+        row = self.row
+        shares = "shares memory with x" if row.shares_memory else "shares no memory with x"
+        extra = ""
+        if row.total_new_bytes != row.new_bytes:
+            extra = f" ({row.total_new_bytes:,} bytes while running, temporaries included)"
+        ops = ", ".join(op.removeprefix("aten::") for op in row.aten_ops) or "(none)"
+        self.summary = (
+            f"{expression}: {row.verdict}, allocates {row.new_bytes:,} bytes{extra}, {shares}; aten ops: {ops}; "
+            f"after: {self.picture.summary}"
+        )
+        self.message.value = ""
+        self.verdict.value = (
+            '<table style="font-family:monospace">'
+            f"<tr><td>view or copy</td><td><b>{html.escape(row.verdict)}</b></td></tr>"
+            f"<tr><td>bytes allocated</td><td>{row.new_bytes:,}{html.escape(extra)}</td></tr>"
+            f"<tr><td>shares memory with x</td><td>{'yes' if row.shares_memory else 'no'}</td></tr>"
+            f"<tr><td>aten ops</td><td>{html.escape(ops)}</td></tr></table>"
+        )
+        self.after_view.value = _svg_html(picture_svg(self.picture))
+
+    def _invalid(self, expression: str, why: str) -> None:
+        self.report = self.row = self.result = self.layout_model = self.picture = None
+        self.summary = f"{expression} cannot run on this x: {why}"
+        self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(self.summary)}</b></div>'
+        self.verdict.value = ""
+        self.after_view.value = ""
+
+    @property
+    def figure(self):
+        """The 'after' picture drawn with matplotlib (one figure, reused), or None when the op failed."""
+        if self.picture is None:
+            return None
+        if self._figure is None:
+            from matplotlib.figure import Figure
+
+            self._figure = Figure()
+        return redraw_layout(self._figure, self.picture)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return _bundle(self, **kwargs)
+
+
+def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:
+    """An explorer of shape, stride, offset and dtype over a fixed ``torch.arange(storage_size)`` storage.
+
+    Args:
+        storage_size: how many elements the storage holds (1 to 4096).
+        dtype: the storage's dtype (one of ``DTYPES``; changeable in the explorer).
+
+    Returns:
+        A ``StrideExplorer``; as a cell's last expression it displays as widgets.
+
+    Raises:
+        TypeError: ``storage_size`` is not an int or ``dtype`` not a torch.dtype.
+        ValueError: ``storage_size`` outside 1 to 4096, or a dtype the explorer does not offer.
+    """
+    return StrideExplorer(storage_size, dtype)
+
+
+def view_copy_explorer(x=None, operations=None) -> ViewCopyExplorer:
+    """An explorer of which operations on ``x`` make views, which copy, and what they allocate.
+
+    Args:
+        x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
+        operations: expressions in ``x`` for the dropdown (default ``OPERATIONS``).
+
+    Returns:
+        A ``ViewCopyExplorer``; as a cell's last expression it displays as widgets.
+
+    Raises:
+        TypeError: ``x`` is not a tensor, or ``operations`` not a list of str.
+        ValueError: ``x`` is sparse or meta, or ``operations`` is empty.
+    """
+    return ViewCopyExplorer(x, operations)
+
+
+__all__ = [
+    "DTYPES",
+    "OPERATIONS",
+    "StrideExplorer",
+    "ViewCopyExplorer",
+    "parse_ints",
+    "stride_explorer",
+    "view_copy_explorer",
+]
