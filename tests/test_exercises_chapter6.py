@@ -1,0 +1,239 @@
+"""Chapter 6 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+
+import pytest
+import torch
+from torch import nn
+
+import tutorial_lib as tl
+
+IDS = ["ch6.predict_bytes", "ch6.adam_state_bytes", "ch6.reduce_peak"]
+
+
+def assert_correct(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "correct", str(feedback)
+
+
+def assert_wrong(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "wrong", str(feedback)
+    assert feedback.hint.strip(), str(feedback)
+    return feedback
+
+
+def test_chapter6_exercises_are_registered():
+    assert set(IDS) <= set(tl.exercise_ids())
+
+
+# --- stubs --------------------------------------------------------------------------------------------------
+
+
+def stub_function(x): ...
+
+
+def stub_with_docstring(model):
+    """A docstring and nothing else is still a stub."""
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_ellipsis_is_not_attempted(exercise_id):
+    assert tl.check(exercise_id, ...).status == "not attempted"
+
+
+@pytest.mark.parametrize("exercise_id", ["ch6.adam_state_bytes", "ch6.reduce_peak"])
+@pytest.mark.parametrize("stub", [stub_function, stub_with_docstring])
+def test_stub_functions_are_not_attempted(exercise_id, stub):
+    assert tl.check(exercise_id, stub).status == "not attempted"
+
+
+# --- ch6.predict_bytes --------------------------------------------------------------------------------------
+
+
+def test_predict_bytes_block_is_measured_as_derived_by_hand():
+    from tutorial_lib.exercises.chapter6 import predict_bytes_block
+
+    mem = predict_bytes_block()
+    # c: 250,000 float16 values; d: one float32. b, b * 2, the view and the in-place mul_ leave nothing.
+    assert mem.allocated == 250_000 * 2 + 4
+    assert mem.peak == 250_000 * 4 + 250_000 * 2 + 250_000 * 4 + 4
+
+
+@pytest.mark.parametrize("answer", [500_004, 500004.0, torch.tensor(500_004)])
+def test_predict_bytes_correct(answer):
+    assert_correct("ch6.predict_bytes", answer)
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        (2_500_004, "peak"),  # the block's peak
+        (1_500_004, "del b"),  # b counted
+        (1_000_004, "float16"),  # c counted as float32
+        (500_000, "4 bytes"),  # the sum forgotten
+        (4_500_004, "view"),  # x (or the view of it) counted
+        (123, "line by line"),
+    ],
+)
+def test_predict_bytes_wrong(answer, word):
+    assert word in assert_wrong("ch6.predict_bytes", answer).hint
+
+
+@pytest.mark.parametrize("answer", ["500004", 0.5, True, [500_004], torch.tensor([1.0, 2.0])])
+def test_predict_bytes_wrong_format(answer):
+    assert_wrong("ch6.predict_bytes", answer)
+
+
+# --- ch6.adam_state_bytes -----------------------------------------------------------------------------------
+
+
+def adam_state_bytes(model):
+    return sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)
+
+
+def adam_state_bytes_from_grads(model):
+    total = 0
+    for p in model.parameters():
+        if p.grad is not None:
+            total += 2 * p.grad.nbytes + 4
+    return total
+
+
+@pytest.mark.parametrize("solution", [adam_state_bytes, adam_state_bytes_from_grads])
+def test_adam_state_bytes_solutions(solution):
+    assert_correct("ch6.adam_state_bytes", solution)
+
+
+def test_adam_state_bytes_theory_matches_a_real_optimizer_state():
+    """Independent of measure_memory: the bytes of the tensors in optimizer.state after one step."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 2, bias=False))
+    model[0].requires_grad_(False)
+    model(torch.randn(3, 8)).sum().backward()
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.step()
+    state_bytes = sum(v.untyped_storage().nbytes() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v))
+    assert state_bytes == adam_state_bytes(model) == 2 * 16 * 2 * 4 + 4
+
+
+@pytest.mark.parametrize(
+    "wrong_answer, word",
+    [
+        (lambda m: sum(2 * p.numel() * p.element_size() for p in m.parameters() if p.requires_grad), "step counter"),
+        (lambda m: sum(p.numel() * p.element_size() + 4 for p in m.parameters() if p.requires_grad), "two tensors"),
+        (lambda m: sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad), "two tensors"),
+        (lambda m: sum(2 * p.numel() * p.element_size() + 4 for p in m.parameters()), "frozen"),
+        (lambda m: sum(2 * p.numel() * 4 + 4 for p in m.parameters() if p.requires_grad), "dtype"),
+        (lambda m: 10**9, "two state tensors"),
+        (lambda m: 7, "two state tensors"),
+    ],
+)
+def test_adam_state_bytes_wrong(wrong_answer, word):
+    assert word in assert_wrong("ch6.adam_state_bytes", wrong_answer).hint
+
+
+def count_tied_twice(model):
+    """Walks modules instead of parameters: the tied weight is counted once per module that holds it."""
+    total = 0
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            if p.requires_grad:
+                total += 2 * p.numel() * p.element_size() + 4
+    return total
+
+
+def test_adam_state_bytes_rejects_counting_a_tied_weight_twice():
+    feedback = assert_wrong("ch6.adam_state_bytes", count_tied_twice)
+    assert "tied" in feedback.message and "shared parameter" in feedback.hint
+
+
+def forgets_return(model):
+    sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)
+
+
+def test_adam_state_bytes_rejects_missing_return_and_non_functions():
+    assert "return" in assert_wrong("ch6.adam_state_bytes", forgets_return).hint
+    assert_wrong("ch6.adam_state_bytes", 10_584_168)
+    assert_wrong("ch6.adam_state_bytes", lambda m: "lots")
+
+
+# --- ch6.reduce_peak ----------------------------------------------------------------------------------------
+
+
+def test_standardize_rows_reference():
+    from tutorial_lib.exercises.chapter6 import standardize_rows
+
+    torch.manual_seed(0)
+    x = torch.randn(50, 40, dtype=torch.float64)
+    expected = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)
+    assert torch.allclose(standardize_rows(x), expected)
+
+
+def low_peak_var_mean(x):
+    var, mean = torch.var_mean(x, dim=1, unbiased=False, keepdim=True)
+    result = x - mean
+    result.div_(torch.sqrt(var + 1e-5))
+    return result
+
+
+def low_peak_layer_norm(x):
+    return nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)
+
+
+def low_peak_vector_norm(x):
+    centered = x - x.mean(dim=1, keepdim=True)
+    var = torch.linalg.vector_norm(centered, dim=1, keepdim=True).square_() / x.shape[1]
+    return centered.div_(torch.sqrt(var + 1e-5))
+
+
+@pytest.mark.parametrize("solution", [low_peak_var_mean, low_peak_layer_norm, low_peak_vector_norm])
+def test_reduce_peak_solutions(solution):
+    assert_correct("ch6.reduce_peak", solution)
+
+
+def still_two_big(x):
+    centered = x - x.mean(dim=1, keepdim=True)
+    var = centered.square().mean(dim=1, keepdim=True)  # an x-sized temporary next to centered
+    return centered.div_(torch.sqrt(var + 1e-5))
+
+
+def in_place_on_input(x):
+    var, mean = torch.var_mean(x, dim=1, unbiased=False, keepdim=True)
+    return x.sub_(mean).div_(torch.sqrt(var + 1e-5))
+
+
+def unbiased_variance(x):
+    var, mean = torch.var_mean(x, dim=1, keepdim=True)  # unbiased by default
+    return (x - mean).div_(torch.sqrt(var + 1e-5))
+
+
+def the_original(x):
+    from tutorial_lib.exercises.chapter6 import standardize_rows
+
+    return standardize_rows(x)
+
+
+def returns_float32(x):
+    return low_peak_var_mean(x.float())
+
+
+def returns_list(x):
+    return low_peak_var_mean(x).tolist()
+
+
+@pytest.mark.parametrize(
+    "wrong_answer, word",
+    [
+        (still_two_big, "var_mean"),
+        (the_original, "var_mean"),
+        (in_place_on_input, "caller"),
+        (unbiased_variance, "unbiased=False"),
+        (returns_float32, "dtype"),
+        (returns_list, "return"),
+    ],
+)
+def test_reduce_peak_wrong(wrong_answer, word):
+    assert word in assert_wrong("ch6.reduce_peak", wrong_answer).hint
+
+
+def test_reduce_peak_rejects_a_non_function():
+    assert_wrong("ch6.reduce_peak", torch.zeros(3))

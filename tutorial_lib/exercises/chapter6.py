@@ -1,0 +1,263 @@
+"""Chapter 6 exercises: predicting allocated bytes, Adam's optimizer state, halving a function's peak memory.
+
+Every checker measures with ``measure_memory`` and torch itself: the block of the prediction exercise is run
+for real, Adam's state is measured by running ``optimizer.step()`` on fresh models, and the learner's
+rewritten function is run on fresh tensors whose peak, values and untouched input are checked.
+"""
+
+from __future__ import annotations
+
+import dis
+import numbers
+
+import torch
+from torch import nn
+
+from ..memory import format_bytes, measure_memory
+from ..storage import shares_memory
+from . import correct, exercise, not_attempted, wrong
+
+
+def _is_stub_function(fn) -> bool:
+    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def _as_whole_number(answer) -> int | None:
+    """The learner's number of bytes as an int (``500004``, ``500_004.0``, a 0-d integer tensor), or None."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, torch.Tensor):
+        if answer.numel() != 1 or (answer.is_floating_point() and not float(answer.item()).is_integer()):
+            return None
+        return int(answer.item())
+    if isinstance(answer, numbers.Integral):
+        return int(answer)
+    if isinstance(answer, numbers.Real) and float(answer).is_integer():
+        return int(answer)
+    return None
+
+
+# --- ch6.predict_bytes ----------------------------------------------------------------------------------
+
+
+def predict_bytes_block():
+    """The block of the exercise, run for real under ``measure_memory``: returns its ``MemoryReport``."""
+    x = torch.ones(1000, 1000)
+    with measure_memory() as mem:
+        a = x.t()  # noqa: F841  (part of the program the learner reads)
+        b = x[:, :250].contiguous()
+        c = b.to(torch.float16)  # noqa: F841
+        x.mul_(2)
+        d = (b * 2).sum()  # noqa: F841
+        del b
+    return mem
+
+
+@exercise("ch6.predict_bytes")
+def check_predict_bytes(answer):
+    predicted = _as_whole_number(answer)
+    if predicted is None:
+        return wrong("the answer should be a whole number of bytes, e.g. answer = 1_000_000.", "count bytes, not MiB.")
+    mem = predict_bytes_block()
+    truth = mem.allocated
+    if predicted == truth:
+        return correct(
+            f"the block leaves {format_bytes(truth)} allocated: c (250,000 float16 values, 2 bytes each) and the "
+            "4-byte sum d. The view, the in-place mul_, the temporary b * 2 and the deleted b add nothing."
+        )
+    b_bytes, c_bytes, d_bytes, x_bytes = 250_000 * 4, 250_000 * 2, 4, 1000 * 1000 * 4
+    if predicted == mem.peak:
+        return wrong(
+            f"{format_bytes(predicted)} is the block's peak, the most it held at one moment.",
+            "that is .peak; .allocated is what is still alive when the block ends, and by then the temporary b * 2 and b itself are gone.",
+        )
+    if predicted == truth + b_bytes:
+        return wrong("you counted b.", "`del b` drops the last reference to b, and its storage is freed on the spot.")
+    if predicted in (2 * c_bytes + d_bytes, 2 * c_bytes + d_bytes + b_bytes):
+        return wrong(
+            "you counted c as float32.",
+            "b.to(torch.float16) makes a copy with 2 bytes per element: 250,000 × 2.",
+        )
+    if predicted == truth - d_bytes:
+        return wrong("you left out d.", "the sum is a tensor too: one float32 value, 4 bytes.")
+    if predicted >= x_bytes:
+        return wrong(
+            f"{format_bytes(predicted)} is at least the size of x, which existed before the block.",
+            "x.t() is a view (no new memory) and x.mul_(2) writes into x's own storage.",
+        )
+    return wrong(
+        f"{format_bytes(predicted)} is not what the block leaves allocated.",
+        "go line by line: which lines create new storage (and how many bytes per element), and which of those "
+        "storages are still referenced when the block ends?",
+    )
+
+
+# --- ch6.adam_state_bytes -------------------------------------------------------------------------------
+
+
+class _TiedEmbedding(nn.Module):
+    """A tiny language-model head whose output layer reuses the embedding's weight (one Parameter, used twice)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 16)
+        self.out = nn.Linear(16, 100, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, tokens):
+        return self.out(self.embed(tokens))
+
+
+def _adam_cases():
+    """(description, model, input) for the models the checker tries, each built from a fixed seed."""
+    torch.manual_seed(0)
+    yield "an MLP (float32)", nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)), torch.randn(8, 32)
+    torch.manual_seed(0)
+    frozen = nn.Sequential(nn.Linear(32, 64), nn.LayerNorm(64), nn.Linear(64, 4, bias=False))
+    frozen[0].requires_grad_(False)
+    yield "a model whose first layer is frozen", frozen, torch.randn(8, 32)
+    torch.manual_seed(0)
+    half = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)).to(torch.bfloat16)
+    yield "a bfloat16 MLP", half, torch.randn(8, 32, dtype=torch.bfloat16)
+    torch.manual_seed(0)
+    yield "a model with a tied (shared) weight", _TiedEmbedding(), torch.randint(0, 100, (8,))
+
+
+def _compute_grads(model: nn.Module, inputs: torch.Tensor) -> None:
+    model.zero_grad(set_to_none=True)
+    model(inputs).float().sum().backward()
+
+
+def measured_adam_state_bytes(model: nn.Module) -> int:
+    """Run Adam's first ``step()`` on a model whose gradients are computed; return the bytes it left allocated."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with measure_memory() as mem:
+        optimizer.step()
+    return mem.allocated
+
+
+@exercise("ch6.adam_state_bytes")
+def check_adam_state_bytes(fn):
+    if not callable(fn):
+        return wrong(
+            "the answer should be a function such as `def adam_state_bytes(model): ...`.",
+            "define the function, then pass its name (no parentheses).",
+        )
+    if _is_stub_function(fn):
+        return not_attempted()
+    for description, model, inputs in _adam_cases():
+        _compute_grads(model, inputs)  # the moment just before optimizer.step()
+        answer = fn(model)
+        if answer is None:
+            return wrong(f"for {description} your function returned None.", "end it with `return` and the number of bytes.")
+        predicted = _as_whole_number(answer)
+        if predicted is None:
+            return wrong(f"for {description} your function returned {answer!r}, not a whole number of bytes.", "return an int.")
+        truth = measured_adam_state_bytes(model)
+        if predicted == truth:
+            continue
+        trained = [p for p in model.parameters() if p.requires_grad]
+        all_params = list(model.parameters())
+        moments = sum(2 * p.numel() * p.element_size() for p in trained)
+        steps = 4 * len(trained)
+        message = f"for {description} you said {format_bytes(predicted)}; optimizer.step() allocated {format_bytes(truth)}."
+        if predicted == moments:
+            return wrong(message, "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 tensor, per parameter.")
+        if predicted in (moments // 2, moments // 2 + steps):
+            return wrong(message, "Adam keeps two tensors per parameter (exp_avg and exp_avg_sq), each the size of the parameter.")
+        if predicted in (sum(2 * p.numel() * 4 + 4 for p in trained), sum(2 * p.numel() * 4 for p in trained)):
+            return wrong(message, "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per element in bfloat16), only the step counter is float32.")
+        if predicted in (sum(2 * p.numel() * p.element_size() + 4 for p in all_params), sum(2 * p.numel() * p.element_size() for p in all_params)):
+            return wrong(message, "a frozen parameter (requires_grad=False) gets no gradient, and Adam keeps no state for it.")
+        per_module = sum(
+            2 * p.numel() * p.element_size() + 4
+            for module in model.modules()
+            for p in module.parameters(recurse=False)
+            if p.requires_grad
+        )
+        if per_module != truth and predicted == per_module:
+            return wrong(
+                message,
+                "you counted a shared parameter twice: model.parameters() lists each Parameter once, and Adam keeps "
+                "state once per Parameter.",
+            )
+        return wrong(message, "for every parameter that requires grad: two state tensors the size and dtype of the parameter, plus a 4-byte step counter.")
+    return correct(
+        "your numbers match what Adam's first step() allocated on every model tried: two moments per trained parameter "
+        "in its own dtype, plus a 4-byte step counter each."
+    )
+
+
+# --- ch6.reduce_peak -----------------------------------------------------------------------------------
+
+
+def standardize_rows(x: torch.Tensor) -> torch.Tensor:
+    """The function of the exercise: each row shifted to mean 0 and scaled to standard deviation 1."""
+    mean = x.mean(dim=1, keepdim=True)
+    centered = x - mean
+    squared = centered * centered
+    var = squared.mean(dim=1, keepdim=True)
+    std = torch.sqrt(var + 1e-5)
+    return centered / std
+
+
+def _peak_inputs():
+    torch.manual_seed(0)
+    yield torch.randn(1000, 500) * 3 + 1
+    yield torch.randn(300, 200) - 2
+    yield torch.randn(64, 1024, dtype=torch.float64) * 0.5
+
+
+@exercise("ch6.reduce_peak")
+def check_reduce_peak(fn):
+    if not callable(fn):
+        return wrong(
+            "the answer should be a function such as `def standardize_rows_low_peak(x): ...`.",
+            "define the function, then pass its name (no parentheses).",
+        )
+    if _is_stub_function(fn):
+        return not_attempted()
+    for x in _peak_inputs():
+        shape = "×".join(map(str, x.shape))
+        with measure_memory() as original:
+            expected = standardize_rows(x)
+        before, version_before = x.clone(), x._version
+        with measure_memory() as mem:
+            result = fn(x)
+        if x._version != version_before or not torch.equal(x, before):
+            return wrong(
+                f"your function changed its input (a {shape} {x.dtype} tensor).",
+                "the caller's x must stay as it was: write in place only into tensors your function created.",
+            )
+        if not isinstance(result, torch.Tensor):
+            return wrong(f"for a {shape} input your function returned {type(result).__name__}, not a tensor.", "return the standardized tensor.")
+        if result.shape != expected.shape or result.dtype != expected.dtype:
+            return wrong(
+                f"for a {shape} {x.dtype} input the result has shape {tuple(result.shape)} and dtype {result.dtype}.",
+                "keep the input's shape and dtype.",
+            )
+        if shares_memory(result, x):
+            return wrong("the result shares memory with the input.", "return a new tensor; the input must stay as it was.")
+        if not torch.allclose(result, expected, rtol=1e-4, atol=1e-5):
+            worst = (result - expected).abs().max().item()
+            return wrong(
+                f"for a {shape} input the values differ from standardize_rows(x) by up to {worst:.3g}.",
+                "use the population variance (unbiased=False), add 1e-5 before the square root, and divide the centered values.",
+            )
+        limit = original.peak // 2
+        if mem.peak > limit:
+            return wrong(
+                f"for a {shape} input your peak is {format_bytes(mem.peak)}; the original's is {format_bytes(original.peak)}, "
+                f"so the target is at most {format_bytes(limit)}.",
+                "the result alone is one x-sized tensor. Avoid a second one alive at the same time: get the variance "
+                "without an x-sized temporary (torch.var_mean) and divide in place (div_) into the tensor you will return.",
+            )
+    return correct(
+        f"same values as standardize_rows, input untouched, and the peak is at most half the original's on every input "
+        f"tried (last one: {format_bytes(mem.peak)} against {format_bytes(original.peak)})."
+    )
