@@ -3,8 +3,10 @@
 On CUDA the numbers come from PyTorch's caching allocator (``torch.cuda.memory_allocated`` and
 ``max_memory_allocated``), which rounds every block up to a multiple of 512 bytes. On the CPU there is no
 such counter, so ``measure_memory`` watches the work at the aten level: every op output that got fresh
-storage is counted while that storage is alive, and an earlier storage that an op in the block used is
-counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Storage is freed the moment its
+storage is counted while that storage is alive, so is the growth of a storage an op resized in place
+(``out=`` into an empty tensor, ``resize_``), and an earlier storage that an op in the block used is
+counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Memory torch did not allocate
+(``torch.from_numpy``, ``torch.as_tensor`` of an array) is not counted. Storage is freed the moment its
 last reference goes (CPython reference counting), so the CPU figures follow the same curve the CUDA
 allocator would, without the rounding. Nothing is printed: no profiler is involved.
 """

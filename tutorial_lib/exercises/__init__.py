@@ -9,6 +9,7 @@ run through the same checkers.
 
 from __future__ import annotations
 
+import dis
 import importlib
 from dataclasses import dataclass
 from typing import Callable
@@ -61,9 +62,18 @@ def not_attempted(message: str = "replace the ... with your answer and run the c
     return Feedback("", NOT_ATTEMPTED, message)
 
 
+def is_stub_function(fn) -> bool:
+    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
 def is_stub(answer) -> bool:
-    """An untouched stub: ``...`` itself, or None (what a function whose body is ``...`` returns)."""
-    return answer is Ellipsis or answer is None
+    """An untouched stub: ``...`` itself, None, or a function whose body is only ``...`` or ``pass``."""
+    return answer is Ellipsis or answer is None or (callable(answer) and is_stub_function(answer))
 
 
 def exercise(exercise_id: str):
