@@ -1,0 +1,352 @@
+"""Chapter 7 checkers and worker functions: reference solutions pass, typical wrong answers get a hint, stubs
+are not attempted; the functions child processes run do what the notebook says, in one process and in two."""
+
+import os
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+import tutorial_lib as tl
+from tutorial_lib import workers
+from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
+
+
+def assert_correct(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "correct", str(feedback)
+
+
+def assert_wrong(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "wrong", str(feedback)
+    assert feedback.hint.strip(), str(feedback)
+    return feedback
+
+
+def test_chapter7_exercises_are_registered():
+    ids = tl.exercise_ids()
+    for name in ("save_small", "module_to", "predict_same_object"):
+        assert f"ch7.{name}" in ids
+
+
+# --- stubs --------------------------------------------------------------------------------------------------
+
+
+def stub_what_to_save(piece): ...
+
+
+class StubNormalizer(nn.Module):
+    """The notebook's stub: __init__ stores nothing yet."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        ...
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+@pytest.mark.parametrize("exercise_id", ["ch7.save_small", "ch7.module_to", "ch7.predict_same_object"])
+def test_ellipsis_is_not_attempted(exercise_id):
+    assert tl.check(exercise_id, ...).status == "not attempted"
+
+
+def test_stub_function_is_not_attempted():
+    assert tl.check("ch7.save_small", stub_what_to_save).status == "not attempted"
+
+
+def test_stub_class_is_not_attempted():
+    assert tl.check("ch7.module_to", StubNormalizer).status == "not attempted"
+
+
+# --- ch7.save_small -----------------------------------------------------------------------------------------
+
+
+def test_saving_a_slice_writes_the_whole_storage():
+    big = torch.arange(100_000, dtype=torch.float32)
+    assert saved_size(big[:10]) > big.untyped_storage().nbytes()
+    assert saved_size(big[:10].clone()) < 2_000
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda piece: piece.clone(),
+        lambda piece: piece.detach().clone(),
+        lambda piece: piece.clone(memory_format=torch.contiguous_format),
+        lambda piece: torch.empty_like(piece, memory_format=torch.contiguous_format).copy_(piece),
+        lambda piece: piece.contiguous().clone(),
+    ],
+)
+def test_save_small_solutions(solution):
+    assert_correct("ch7.save_small", solution)
+
+
+def test_save_small_rejects_the_slice_itself():
+    feedback = assert_wrong("ch7.save_small", lambda piece: piece)
+    assert "whole" in feedback.message
+
+
+def test_save_small_rejects_contiguous_with_its_own_hint():
+    feedback = assert_wrong("ch7.save_small", lambda piece: piece.contiguous())
+    assert "contiguous() returns the tensor itself" in feedback.hint
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [
+        lambda piece: piece.detach(),  # a view: same storage
+        lambda piece: piece.view(-1) if piece.is_contiguous() else piece.clone(),  # a view for contiguous slices
+        lambda piece: piece.clone()[:1],  # wrong shape
+        lambda piece: piece.to(torch.float16),  # wrong dtype
+        lambda piece: piece.clone() + 1,  # wrong values
+        lambda piece: piece.tolist(),  # not a tensor
+        lambda piece: piece.mul_(1).clone(),  # writes into its input
+    ],
+)
+def test_save_small_rejects_other_mistakes(wrong_answer):
+    assert_wrong("ch7.save_small", wrong_answer)
+
+
+def test_save_small_rejects_a_non_function():
+    assert_wrong("ch7.save_small", torch.zeros(3))
+
+
+# --- ch7.module_to ------------------------------------------------------------------------------------------
+
+
+class BufferNormalizer(nn.Module):
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+class NonPersistentNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.register_buffer("mean", mean, persistent=False)
+        self.register_buffer("std", std, persistent=False)
+
+
+class PlainNormalizer(BufferNormalizer):
+    """The bug of the notebook: plain tensor attributes."""
+
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = mean
+        self.std = std
+
+
+class HalfFixedNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.register_buffer("mean", mean)
+        self.std = std
+
+
+class ParameterNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = nn.Parameter(mean)
+        self.std = nn.Parameter(std)
+
+
+class FrozenParameterNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = nn.Parameter(mean, requires_grad=False)
+        self.std = nn.Parameter(std, requires_grad=False)
+
+
+class FloatNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = mean.tolist()
+        self.std = std.tolist()
+
+
+class WrongForwardNormalizer(BufferNormalizer):
+    def forward(self, x):
+        return (x - self.mean) * self.std
+
+
+class ToOverridingNormalizer(PlainNormalizer):
+    def to(self, *args, **kwargs):
+        return PlainNormalizer(self.mean.to(*args, **kwargs), self.std.to(*args, **kwargs))
+
+
+@pytest.mark.parametrize("solution", [BufferNormalizer, NonPersistentNormalizer])
+def test_module_to_solutions(solution):
+    assert_correct("ch7.module_to", solution)
+
+
+def test_module_to_non_persistent_is_mentioned():
+    assert "persistent=False" in tl.check("ch7.module_to", NonPersistentNormalizer).message
+
+
+def test_module_to_rejects_plain_attributes_with_buffer_hint():
+    for answer in (PlainNormalizer, HalfFixedNormalizer):
+        feedback = assert_wrong("ch7.module_to", answer)
+        assert "register_buffer" in feedback.hint
+
+
+def test_module_to_rejects_parameters():
+    for answer in (ParameterNormalizer, FrozenParameterNormalizer):
+        assert "buffer" in assert_wrong("ch7.module_to", answer).hint
+
+
+@pytest.mark.parametrize("wrong_answer", [FloatNormalizer, WrongForwardNormalizer, ToOverridingNormalizer])
+def test_module_to_rejects_other_mistakes(wrong_answer):
+    assert_wrong("ch7.module_to", wrong_answer)
+
+
+def test_module_to_rejects_an_instance_and_a_non_class():
+    assert "class" in assert_wrong("ch7.module_to", BufferNormalizer(torch.zeros(3), torch.ones(3))).hint
+    assert_wrong("ch7.module_to", lambda mean, std: BufferNormalizer(mean, std))
+
+
+# --- ch7.predict_same_object --------------------------------------------------------------------------------
+
+
+def test_same_object_truth_is_what_the_notebook_teaches():
+    assert same_object_truth() == (True, False, True, False, True, False, True)
+
+
+def test_predict_same_object_correct():
+    assert_correct("ch7.predict_same_object", [True, False, True, False, True, False, True])
+    assert_correct("ch7.predict_same_object", dict(zip(SAME_OBJECT_CALLS, same_object_truth())))
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        ([False] * 7, "returns x itself"),  # ".to() always copies"
+        ([True] * 7, "copy=True"),  # ".to() never copies"
+        ([True, True, True, False, True, True, True], "dtype needs new memory"),
+        ([True, False, True, True, True, False, True], "copy=True"),
+        ([True, False, True, False, True, False, False], "non_blocking"),
+    ],
+)
+def test_predict_same_object_wrong(answer, word):
+    assert word in assert_wrong("ch7.predict_same_object", answer).hint
+
+
+@pytest.mark.parametrize("answer", [[True, False], "True, False", [1, 0, 1, 0, 1, 0, 1]])
+def test_predict_same_object_wrong_format(answer):
+    assert_wrong("ch7.predict_same_object", answer)
+
+
+# --- tutorial_lib.workers, in this process ------------------------------------------------------------------
+
+
+def test_fill_in_place_writes_into_the_given_tensor():
+    tensor = torch.zeros(4)
+    workers.fill_in_place(tensor, 7.0)
+    assert torch.equal(tensor, torch.full((4,), 7.0))
+
+
+def test_double_from_queue_replies_and_doubles():
+    import queue
+
+    inbox, outbox = queue.SimpleQueue(), queue.SimpleQueue()
+    tensor = torch.arange(4.0)
+    inbox.put(tensor)
+    workers.double_from_queue(inbox, outbox)
+    assert outbox.get() is False  # never sent through a process boundary, so not in shared memory
+    assert outbox.get() == "doubled"
+    assert torch.equal(tensor, torch.tensor([0.0, 2.0, 4.0, 6.0]))
+
+
+def _regression_data():
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(64, 3, generator=generator)
+    targets = inputs @ torch.tensor([[2.0], [-1.0], [0.5]]) + 0.3
+    return inputs, targets
+
+
+def test_hogwild_train_in_one_process_learns_and_records_losses():
+    torch.manual_seed(0)
+    inputs, targets = _regression_data()
+    model = nn.Linear(3, 1)
+    weight = model.weight
+    losses = torch.zeros(2, 30)
+    workers.hogwild_train(model, inputs, targets, steps=30, lr=0.1, losses=losses, rank=1)
+    assert model.weight is weight  # updated in place, as shared parameters must be
+    assert torch.all(losses[0] == 0)
+    assert losses[1, -1] < losses[1, 0] / 100
+
+
+def test_flat_parameters_is_a_copy_in_parameter_order():
+    model = nn.Linear(3, 1)
+    flat = workers.flat_parameters(model)
+    assert torch.equal(flat, torch.cat([model.weight.detach().reshape(-1), model.bias.detach()]))
+    assert not tl.shares_memory(flat, model.weight)
+
+
+def test_ddp_replica_with_world_size_one(tmp_path):
+    report = torch.zeros(1, 5, 4)
+    workers.ddp_replica(0, 1, str(tmp_path / "rendezvous"), report)
+    torch.manual_seed(0)
+    assert torch.equal(report[0, 0], workers.flat_parameters(nn.Linear(3, 1)))
+    assert torch.equal(report[0, 0], report[0, 1])  # rank 0 broadcasts to itself: unchanged
+    assert not torch.equal(report[0, 1], report[0, 2])  # one SGD step
+    assert torch.equal(report[0, 2], report[0, 3])  # only rank 1 edits its copy
+    assert report[0, 4, 0] == 0.0  # a process's own parameters are not in shared memory
+
+
+# --- tutorial_lib.workers, in spawned processes (what the notebook runs) ------------------------------------
+
+
+def _run(target, args_list, timeout=120):
+    context = mp.get_context("spawn")
+    processes = [context.Process(target=target, args=args) for args in args_list]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+            process.join()
+    return [process.exitcode for process in processes]
+
+
+@pytest.mark.slow
+def test_a_spawned_child_writes_into_shared_memory():
+    tensor = torch.zeros(4).share_memory_()
+    assert _run(workers.fill_in_place, [(tensor, 3.0)]) == [0]
+    assert torch.equal(tensor, torch.full((4,), 3.0))
+
+
+@pytest.mark.slow
+def test_hogwild_with_two_spawned_workers_trains_the_parent_model():
+    torch.manual_seed(0)
+    inputs, targets = _regression_data()
+    model = nn.Linear(3, 1)
+    model.share_memory()
+    before = workers.flat_parameters(model)
+    losses = torch.zeros(2, 40).share_memory_()
+    args = [(model, inputs[rank::2], targets[rank::2], 40, 0.1, losses, rank) for rank in range(2)]
+    assert _run(workers.hogwild_train, args) == [0, 0]
+    assert not torch.equal(workers.flat_parameters(model), before)
+    assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
+    assert torch.all(losses[:, 0] > 0)
+
+
+@pytest.mark.slow
+def test_ddp_replicas_in_two_spawned_processes_hold_copies(tmp_path):
+    report = torch.zeros(2, 5, 4).share_memory_()
+    init_file = os.fspath(tmp_path / "rendezvous")
+    assert _run(workers.ddp_replica, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
+    assert not torch.equal(report[0, 0], report[1, 0])  # different seeds
+    assert torch.equal(report[0, 1], report[1, 1])  # DDP copied rank 0's parameters into rank 1
+    assert torch.equal(report[0, 2], report[1, 2])  # averaged gradients: identical steps
+    assert torch.equal(report[0, 3], report[0, 2])  # rank 1's edit did not reach rank 0
+    assert torch.allclose(report[1, 3, :3], report[1, 2, :3] + 100)
+    assert torch.all(report[:, 4, 0] == 0)

@@ -1,0 +1,229 @@
+"""Chapter 7 exercises: what torch.save writes, what a module's .to() converts, when .to() returns its input.
+
+Every checker runs torch itself: the learner's function is applied to slices of a big tensor and the result
+is really saved to an in-memory file (its size measured, its values loaded back); the learner's module class
+is built and converted with ``.to(torch.float64)``; predictions are compared with what ``.to()`` returns on a
+fresh tensor.
+"""
+
+from __future__ import annotations
+
+import dis
+import io
+
+import torch
+from torch import nn
+
+from . import correct, exercise, not_attempted, wrong
+
+
+def _is_stub_function(fn) -> bool:
+    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def saved_size(obj) -> int:
+    """How many bytes ``torch.save(obj, ...)`` writes (into memory, no file is created)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getbuffer().nbytes
+
+
+def _load(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer)
+
+
+# --- ch7.save_small -------------------------------------------------------------------------------------------
+
+#: Saving a tensor costs this much beyond its elements' bytes (archive headers, pickled metadata); an answer
+#: may differ from ``piece.clone()`` by this much without being judged as saving extra data.
+_SIZE_SLACK = 512
+
+
+def _save_small_cases():
+    big = torch.arange(100_000, dtype=torch.float32)
+    matrix = torch.arange(60_000, dtype=torch.float64).view(600, 100)
+    return [
+        ("a contiguous slice big[1000:1010]", big[1000:1010]),
+        ("every 1000th element, big[::1000]", big[::1000]),
+        ("a column of a matrix, matrix[:, 7]", matrix[:, 7]),
+        ("a row of a float64 matrix, matrix[3]", matrix[3]),
+    ]
+
+
+@exercise("ch7.save_small")
+def check_save_small(fn):
+    if not callable(fn):
+        return wrong("the answer should be a function such as `def what_to_save(piece): ...`.", "define the function, then pass its name.")
+    if _is_stub_function(fn):
+        return not_attempted()
+    for description, piece in _save_small_cases():
+        before, version_before = piece.clone(), piece._version
+        result = fn(piece)
+        if not isinstance(result, torch.Tensor):
+            return wrong(
+                f"for {description} your function returned {type(result).__name__}, not a tensor.",
+                "return a tensor that holds the slice's values.",
+            )
+        if piece._version != version_before or not torch.equal(piece, before):
+            return wrong(f"your function changed its input ({description}).", "make a new tensor; do not write into the slice.")
+        if result.dtype != piece.dtype or result.shape != piece.shape:
+            return wrong(
+                f"for {description} you return shape {tuple(result.shape)} and dtype {result.dtype}; "
+                f"the slice has {tuple(piece.shape)} and {piece.dtype}.",
+                "keep the slice's shape and dtype: only its memory should change.",
+            )
+        loaded = _load(result)
+        if not torch.equal(loaded, before):
+            return wrong(f"for {description} the values loaded back differ from the slice's.", "save the same numbers the slice holds.")
+        written = saved_size(result)
+        needed = saved_size(before.clone())
+        whole = piece.untyped_storage().nbytes()
+        if written > needed + _SIZE_SLACK:
+            if written >= whole:
+                hint = "the tensor you save still uses the big tensor's storage, and torch.save writes whole storages."
+                if piece.is_contiguous():
+                    hint += " contiguous() returns the tensor itself when it is already contiguous. Copy the elements into new memory."
+                else:
+                    hint += " Copy the elements into new memory of their own."
+                return wrong(
+                    f"for {description} ({piece.numel()} elements) torch.save wrote {written:,} bytes: "
+                    f"the whole {whole:,}-byte storage of the big tensor.",
+                    hint,
+                )
+            return wrong(
+                f"for {description} torch.save wrote {written:,} bytes; the slice's elements need only about {needed:,}.",
+                "the saved tensor should own a storage exactly as big as its elements.",
+            )
+    return correct(
+        "for every slice tried, torch.save wrote only the slice's own bytes (plus a small header), and the values "
+        "loaded back are the slice's."
+    )
+
+
+# --- ch7.module_to --------------------------------------------------------------------------------------------
+
+
+@exercise("ch7.module_to")
+def check_module_to(cls):
+    if isinstance(cls, nn.Module):
+        return wrong(
+            "you passed a module object; the checker needs the class, to build fresh ones.",
+            "pass the class itself: tl.check('ch7.module_to', FixedNormalizer).",
+        )
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        return wrong("the answer should be your nn.Module subclass, FixedNormalizer.", "define the class, then pass its name.")
+    mean = torch.tensor([1.0, 2.0, 3.0])
+    std = torch.tensor([2.0, 4.0, 8.0])
+    module = cls(mean.clone(), std.clone())
+    stored = {name: getattr(module, name, None) for name in ("mean", "std")}
+    if all(value is None for value in stored.values()):
+        return not_attempted("store mean and std in __init__ (replace the ...), then run the check again.")
+    for name, value in stored.items():
+        if not isinstance(value, torch.Tensor):
+            return wrong(
+                f"module.{name} is {type(value).__name__}, not a tensor.",
+                f"keep {name} as a tensor attribute of the module: forward() reads self.{name}.",
+            )
+    parameters = dict(module.named_parameters())
+    for name in ("mean", "std"):
+        if name in parameters:
+            return wrong(
+                f"{name} is an nn.Parameter: .to() converts it, but it is now in module.parameters(), so an optimizer "
+                "would train it.",
+                "a tensor that should move with the module but not be trained is a buffer: self.register_buffer(...).",
+            )
+    returned = module.to(torch.float64)
+    if returned is not module:
+        return wrong("module.to(...) did not return the module itself.", "do not override .to(); register the tensors instead.")
+    buffers = dict(module.named_buffers())
+    for name in ("mean", "std"):
+        value = getattr(module, name)
+        if value.dtype != torch.float64:
+            return wrong(
+                f"after module.to(torch.float64), module.{name} is still {value.dtype}: "
+                "a tensor kept as a plain attribute is invisible to .to().",
+                f"register it: self.register_buffer('{name}', {name}). Buffers move with .to() and .cuda() like parameters.",
+            )
+        if name not in buffers:
+            return wrong(
+                f"module.{name} became float64, but it is not a registered buffer.",
+                f"self.register_buffer('{name}', {name}) makes .to(), .cuda() and state_dict() know about it.",
+            )
+    x = torch.tensor([[3.0, 6.0, 11.0], [1.0, 2.0, 3.0]], dtype=torch.float64)
+    output = module(x)
+    expected = (x - mean.double()) / std.double()
+    if not isinstance(output, torch.Tensor) or output.dtype != torch.float64 or not torch.allclose(output, expected):
+        return wrong("the converted module does not compute (x - mean) / std in float64.", "keep forward() as it was given.")
+    saved = set(module.state_dict())
+    note = "" if {"mean", "std"} <= saved else " (registered with persistent=False, so state_dict() leaves them out)"
+    return correct(
+        f"mean and std are buffers: module.to(torch.float64) converted them with the weights{note}, and the "
+        "module computes in float64 throughout."
+    )
+
+
+# --- ch7.predict_same_object ----------------------------------------------------------------------------------
+
+#: The calls of the exercise, each applied to ``x = torch.arange(6.0)`` (float32, on the CPU).
+SAME_OBJECT_CALLS = (
+    "x.to(torch.float32)",
+    "x.to(torch.float64)",
+    "x.to('cpu')",
+    "x.to(torch.float32, copy=True)",
+    "x.to(torch.ones(2))",
+    "x.to(torch.int64)",
+    "x.to('cpu', non_blocking=True)",
+)
+
+
+def same_object_truth() -> tuple[bool, ...]:
+    """For each call in ``SAME_OBJECT_CALLS``, whether torch returns the very tensor it was called on."""
+    answers = []
+    for call in SAME_OBJECT_CALLS:
+        x = torch.arange(6.0)
+        result = eval(call, {"torch": torch}, {"x": x})  # noqa: S307 - fixed expressions defined above
+        answers.append(result is x)
+    return tuple(answers)
+
+
+@exercise("ch7.predict_same_object")
+def check_predict_same_object(answer):
+    count = len(SAME_OBJECT_CALLS)
+    if isinstance(answer, dict):
+        answer = [answer.get(call) for call in SAME_OBJECT_CALLS]
+    if not isinstance(answer, (list, tuple)) or len(answer) != count or not all(isinstance(a, bool) for a in answer):
+        return wrong(
+            f"the answer should be a list of {count} True/False values, one per call, in order.",
+            "e.g. answer = [True, False, ...]: True where the call returns x itself.",
+        )
+    truth = same_object_truth()
+    mistakes = [i for i in range(count) if answer[i] != truth[i]]
+    if not mistakes:
+        return correct(
+            "`.to()` hands back the very same tensor when dtype and device already match (whatever non_blocking says), "
+            "and makes new memory when the dtype changes or copy=True asks for it."
+        )
+    listed = ", ".join(f"{SAME_OBJECT_CALLS[i]} (you said {answer[i]})" for i in mistakes)
+    hints = []
+    for i in mistakes:
+        if "copy=True" in SAME_OBJECT_CALLS[i]:
+            hint = "copy=True forces a new tensor even when nothing would change."
+        elif truth[i]:
+            hint = (
+                "When the requested dtype and device are the ones x already has, .to() returns x itself: no new "
+                "object, no copy. Passing a tensor means 'the dtype and device of that tensor'; non_blocking changes "
+                "nothing on the CPU."
+            )
+        else:
+            hint = "A different dtype needs new memory: each element is converted and written into a fresh storage."
+        if hint not in hints:
+            hints.append(hint)
+    return wrong(f"{len(mistakes)} of {count} wrong: {listed}.", " ".join(hints))
