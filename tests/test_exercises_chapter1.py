@@ -1,0 +1,204 @@
+"""Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+
+import pytest
+import torch
+
+import tutorial_lib as tl
+from tutorial_lib.exercises.chapter1 import PREDICT_STRIDES_EXPRESSION, predict_strides_result
+
+IDS = ("ch1.predict_strides", "ch1.element_address", "ch1.sliding_window")
+
+
+def assert_correct(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "correct", str(feedback)
+    return feedback
+
+
+def assert_wrong(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "wrong", str(feedback)
+    assert feedback.hint.strip(), str(feedback)
+    return feedback
+
+
+def test_chapter1_exercises_are_registered():
+    ids = tl.exercise_ids()
+    for exercise_id in IDS:
+        assert exercise_id in ids
+
+
+# --- stubs --------------------------------------------------------------------------------------------------
+
+
+def stub_address(shape, stride, offset, index): ...
+
+
+def stub_windows(x, k):
+    """A docstring and nothing else is still a stub."""
+    ...
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_ellipsis_is_not_attempted(exercise_id):
+    assert tl.check(exercise_id, ...).status == "not attempted"
+
+
+@pytest.mark.parametrize("exercise_id, stub", [("ch1.element_address", stub_address), ("ch1.sliding_window", stub_windows)])
+def test_stub_function_is_not_attempted(exercise_id, stub):
+    assert tl.check(exercise_id, stub).status == "not attempted"
+
+
+# --- ch1.predict_strides ------------------------------------------------------------------------------------
+
+
+def test_expression_matches_the_function():
+    assert eval(PREDICT_STRIDES_EXPRESSION, {"torch": torch}).stride() == predict_strides_result().stride()
+
+
+@pytest.mark.parametrize("answer", [(1, 12, 8), [1, 12, 8], torch.Size([1, 12, 8]), predict_strides_result().stride()])
+def test_predict_strides_solutions(answer):
+    assert_correct("ch1.predict_strides", answer)
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        ((4, 2, 1), "new tensor"),  # strides of a fresh (3, 2, 2) tensor
+        ((1, 12, 4), "after permute"),  # forgot ::2
+        ((12, 4, 2), "not the permute"),
+        ((2, 12, 4), "first stride"),
+        ((1, 12), "dimensions"),
+        ((8, 12, 1), "different stride"),
+    ],
+)
+def test_predict_strides_rejects_typical_mistakes(answer, word):
+    assert word in assert_wrong("ch1.predict_strides", answer).message
+
+
+@pytest.mark.parametrize("answer", ["1, 12, 8", 1.5, (1.0, 12.0, 8.0)])
+def test_predict_strides_rejects_non_ints(answer):
+    assert_wrong("ch1.predict_strides", answer)
+
+
+# --- ch1.element_address ------------------------------------------------------------------------------------
+
+
+def storage_index(shape, stride, offset, index):
+    return offset + sum(i * step for i, step in zip(index, stride))
+
+
+def storage_index_with_torch(shape, stride, offset, index):
+    # Let torch find it: an arange storage holds its own indices, so the element read is the answer.
+    highest = offset + sum((size - 1) * step for size, step in zip(shape, stride))
+    return int(torch.arange(highest + 1).as_strided(shape, stride, offset)[index])
+
+
+@pytest.mark.parametrize("solution", [storage_index, storage_index_with_torch])
+def test_element_address_solutions(solution):
+    assert_correct("ch1.element_address", solution)
+
+
+def test_element_address_accepts_a_one_element_tensor():
+    assert_correct("ch1.element_address", lambda shape, stride, offset, index: torch.tensor(storage_index(shape, stride, offset, index)))
+
+
+def test_element_address_rejects_missing_offset():
+    feedback = assert_wrong("ch1.element_address", lambda shape, stride, offset, index: sum(i * s for i, s in zip(index, stride)))
+    assert "offset" in feedback.hint
+
+
+def test_element_address_rejects_row_major_numbering():
+    def row_major(shape, stride, offset, index):
+        flat = 0
+        for size, i in zip(shape, index):
+            flat = flat * size + i
+        return offset + flat
+
+    assert "strides" in assert_wrong("ch1.element_address", row_major).hint
+
+
+def test_element_address_rejects_bytes():
+    feedback = assert_wrong("ch1.element_address", lambda shape, stride, offset, index: 4 * storage_index(shape, stride, offset, index))
+    assert "bytes" in feedback.hint
+
+
+def test_element_address_rejects_non_int():
+    assert_wrong("ch1.element_address", lambda shape, stride, offset, index: str(storage_index(shape, stride, offset, index)))
+
+
+def test_element_address_rejects_a_value_that_is_not_a_function():
+    assert_wrong("ch1.element_address", 5)
+
+
+def test_element_address_reports_a_raising_function():
+    assert_wrong("ch1.element_address", lambda shape, stride, offset, index: index[0] * stride[0] + offset)
+
+
+# --- ch1.sliding_window -------------------------------------------------------------------------------------
+
+
+def sliding_windows(x, k):
+    return x.as_strided((x.shape[0] - k + 1, k), (x.stride(0), x.stride(0)))
+
+
+def sliding_windows_explicit_offset(x, k):
+    step = x.stride(0)
+    return torch.as_strided(x, (len(x) - k + 1, k), (step, step), x.storage_offset())
+
+
+@pytest.mark.parametrize("solution", [sliding_windows, sliding_windows_explicit_offset])
+def test_sliding_window_solutions(solution):
+    feedback = assert_correct("ch1.sliding_window", solution)
+    assert "unfold" in feedback.message
+
+
+def test_sliding_window_rejects_unit_strides_with_stride_hint():
+    feedback = assert_wrong("ch1.sliding_window", lambda x, k: x.as_strided((len(x) - k + 1, k), (1, 1)))
+    assert "stride 2" in feedback.message
+    assert "x.stride(0)" in feedback.hint
+
+
+def test_sliding_window_rejects_offset_zero_with_offset_hint():
+    feedback = assert_wrong(
+        "ch1.sliding_window", lambda x, k: x.as_strided((len(x) - k + 1, k), (x.stride(0), x.stride(0)), 0)
+    )
+    assert "storage_offset" in feedback.hint
+
+
+def test_sliding_window_rejects_a_copy():
+    feedback = assert_wrong("ch1.sliding_window", lambda x, k: torch.stack([x[i : i + k] for i in range(len(x) - k + 1)]))
+    assert "copy" in feedback.message
+
+
+def test_sliding_window_rejects_cloned_view():
+    assert "copy" in assert_wrong("ch1.sliding_window", lambda x, k: sliding_windows(x, k).clone()).message
+
+
+def test_sliding_window_rejects_wrong_shape():
+    feedback = assert_wrong("ch1.sliding_window", lambda x, k: x.as_strided((len(x) - k, k), (x.stride(0), x.stride(0))))
+    assert "shape" in feedback.message
+
+
+def test_sliding_window_rejects_unfold_with_hint():
+    feedback = assert_wrong("ch1.sliding_window", lambda x, k: x.unfold(0, k, 1))
+    assert "as_strided" in feedback.hint
+
+
+def test_sliding_window_rejects_writing_into_x():
+    def writes(x, k):
+        x.add_(0)
+        return sliding_windows(x, k)
+
+    assert "changed x" in assert_wrong("ch1.sliding_window", writes).message
+
+
+def test_sliding_window_rejects_a_missing_return():
+    def no_return(x, k):
+        sliding_windows(x, k)
+
+    assert "return" in assert_wrong("ch1.sliding_window", no_return).hint
+
+
+def test_sliding_window_rejects_non_tensor():
+    assert_wrong("ch1.sliding_window", lambda x, k: [x[i : i + k] for i in range(len(x) - k + 1)])
