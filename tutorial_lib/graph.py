@@ -4,9 +4,16 @@
 for backward. The version check is autograd's own: each saved tensor is unpacked the way ``backward()``
 unpacks it, and when autograd refuses (the "modified by an inplace operation ... is at version N; expected
 version M" error) the two versions are read from its message. So ``inplace_hazards`` reports exactly the
-saved tensors that would make ``backward()`` fail, without running backward. Unpacking is read-only:
+saved tensors that would make ``backward()`` fail, without running backward (one exception: a custom
+``autograd.Function`` whose backward never reads ``ctx.saved_tensors`` does not fail, but its stale saved
+tensors are still reported, since only running its Python code could tell). Unpacking is read-only:
 ``backward()`` still works afterwards. Tensors packed by ``saved_tensors_hooks`` (checkpointing,
 offloading) are listed but not unpacked, since unpacking them would run the hook.
+
+One node hides its saved tensors: ``CopySlices``, which autograd puts on a tensor when a view of it is
+changed in place (``y[0].exp_()``). It wraps the in-place op's own backward node, which is neither among
+``next_functions`` nor readable from Python; the only way to run its version check is to call the node
+the way backward does (see ``_saved_inside_copy_slices``).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ DEFAULT_MAX_NODES = 2000
 
 _VERSION_ERROR = re.compile(r"is at version (\d+); expected version (\d+) instead")
 _FREED_ERROR = "after they have already been freed"
+_CREATOR = re.compile(r"which is output \d+ of (\w+),")
 _TYPE_AND_SHAPE = re.compile(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]")
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
@@ -170,33 +178,118 @@ def _raw_attribute(fn, attr: str):
 
 
 def _saved_by_custom_function(fn) -> tuple[SavedTensor, ...]:
-    """Tensors saved with ctx.save_for_backward in a custom autograd.Function."""
+    """Tensors saved with ctx.save_for_backward in a custom autograd.Function.
+
+    ``fn.saved_tensors`` unpacks them all, exactly as ``ctx.saved_tensors`` in backward does, and raises
+    at the first stale one. A saved input can also be unpacked on its own (``raw.unpack()``); a saved
+    output cannot (autograd needs the node to rebuild it, and refuses without it), so when the whole
+    unpack fails a stale output is only known by elimination: the first saved tensor that can have raised
+    autograd's error. Outputs after that point keep an unknown saved version (their current one is known).
+    """
     raws, error = _raw_attribute(fn, "_raw_saved_tensors")
     if error is not None:
         return (SavedTensor("saved_tensors", False, None, None, None, None, freed=True),)
     raws = tuple(raws or ())
+    names = [f"saved_tensors[{index}]" for index in range(len(raws))]
     try:
-        fn.saved_tensors  # unpacks all of them exactly as backward's ctx.saved_tensors does
-        whole_error = None
-    except RuntimeError as error:
-        whole_error = error
+        unpacked = fn.saved_tensors
+    except RuntimeError as whole_error:
+        if _versions_from(whole_error) is None:
+            return tuple(_inspect_saved(raw, raw.unpack, name, False) for raw, name in zip(raws, names))
+        return _custom_saved_by_elimination(raws, names, whole_error, fn.name().removesuffix("Backward"))
     saved = []
-    for index, raw in enumerate(raws):
-        name = f"saved_tensors[{index}]"
-        if whole_error is None or _FREED_ERROR in str(whole_error):
-            saved.append(_inspect_saved(raw, lambda i=index: fn.saved_tensors[i], name, False))
-        else:
-            saved.append(_inspect_saved(raw, raw.unpack, name, False))
-    if whole_error is not None and _versions_from(whole_error) and not any(s.stale for s in saved):
-        # The stale one is a saved output, which only the node itself can unpack: name it by elimination.
-        current, saved_version = _versions_from(whole_error)
-        saved = [
-            SavedTensor(s.attribute, True, s.shape, s.dtype, saved_version, current) if s.note else s for s in saved
-        ]
+    for name, tensor in zip(names, unpacked):
+        if not isinstance(tensor, torch.Tensor):  # ctx.save_for_backward(None)
+            saved.append(SavedTensor(name, False, None, None, None, None))
+            continue
+        # an unpacked output comes back with this very node as its grad_fn; an input with its own
+        saved.append(
+            SavedTensor(name, tensor.grad_fn is fn, tuple(tensor.shape), tensor.dtype, tensor._version, tensor._version)
+        )
     return tuple(saved)
 
 
+def _custom_saved_by_elimination(raws, names, first_error: RuntimeError, forward_name: str):
+    """Per-tensor versions when ``fn.saved_tensors`` raised ``first_error`` at its first stale tensor."""
+    current0, saved0 = _versions_from(first_error)
+    # The message says whose output the stale tensor is: "... which is output 0 of Exp, is at version".
+    creator = _CREATOR.search(str(first_error))
+    from_output = creator is not None and creator.group(1) == forward_name
+    saved = []
+    for raw, name in zip(raws, names):
+        inspected = _inspect_saved(raw, raw.unpack, name, False)
+        if inspected.note:  # only the node can unpack it: an output (or an input detached in place)
+            try:
+                current = raw.data._version  # shares the tensor's version counter
+            except RuntimeError:
+                current = None
+            inspected = SavedTensor(name, True, inspected.shape, inspected.dtype, None, current, note=inspected.note)
+        saved.append(inspected)
+
+    def first_stale(strict: bool):
+        """Index of the tensor the error came from: the first one that can have raised it."""
+        for index, item in enumerate(saved):
+            if item.stale:  # a stale input: it raised, unless the message names an output
+                matches = (item.current_version, item.saved_version) == (current0, saved0)
+                return index if matches and not (strict and from_output) else None
+            if item.note and item.current_version == current0 and not (strict and not from_output):
+                return index
+        return None
+
+    source = first_stale(strict=True)
+    source = first_stale(strict=False) if source is None else source
+    resolved = []
+    for index, item in enumerate(saved):
+        if item.note and source is not None and index < source:  # not stale, or backward would stop here
+            item = SavedTensor(item.attribute, True, item.shape, item.dtype, item.current_version, item.current_version)
+        elif item.note and index == source:
+            item = SavedTensor(item.attribute, True, item.shape, item.dtype, saved0, current0)
+        elif item.note:
+            item = SavedTensor(
+                item.attribute, True, item.shape, item.dtype, None, item.current_version,
+                note="saved version unknown: backward stops at an earlier stale saved tensor",
+            )
+        resolved.append(item)
+    return tuple(resolved)
+
+
+def _saved_inside_copy_slices(fn) -> tuple[SavedTensor, ...]:
+    """The stale tensor (if any) saved by the in-place op that a ``CopySlices`` node wraps.
+
+    That op's backward node is hidden inside CopySlices (not in ``next_functions``, no Python
+    attributes), so its saved tensors cannot be read. Calling CopySlices with a zero gradient runs
+    exactly the unpacking backward would: it raises autograd's version error for the first stale one,
+    or the "already freed" error after backward. The call runs under no_grad (as backward does), its
+    result is thrown away, it runs no node hooks and releases nothing; it does compute one gradient the
+    size of the viewed tensor (and, for a custom Function's in-place op, runs its Python backward).
+    Nothing is listed when all is well: the wrapped op's saved tensors cannot be enumerated.
+    """
+    try:
+        metadata = fn._input_metadata[0]
+        zero = torch.zeros(metadata.shape, dtype=metadata.dtype, device=metadata.device)
+    except (AttributeError, IndexError, RuntimeError, TypeError) as error:  # private API: be ready for change
+        return (SavedTensor("wrapped in-place op", False, None, None, None, None, note=f"not inspected: {error}"),)
+    try:
+        with torch.no_grad():
+            fn(zero)
+    except RuntimeError as error:
+        message = str(error)
+        versions = _versions_from(error)
+        if versions:
+            match = _TYPE_AND_SHAPE.search(message)
+            dtype = _dtype_from_legacy(match.group(1)) if match else None
+            shape = tuple(int(s) for s in match.group(2).split(",") if s.strip()) if match else None
+            current, saved = versions
+            return (SavedTensor("wrapped in-place op", False, shape, dtype, saved, current),)
+        if _FREED_ERROR in message:
+            return (SavedTensor("wrapped in-place op", False, None, None, None, None, freed=True),)
+        return (SavedTensor("wrapped in-place op", False, None, None, None, None, note=message.split(".")[0]),)
+    return ()
+
+
 def _saved_of(fn) -> tuple[SavedTensor, ...]:
+    if fn.name().endswith("CopySlices"):  # "torch::autograd::CopySlices"
+        return _saved_inside_copy_slices(fn)
     if {"_raw_saved_tensors", "saved_tensors"} <= set(dir(fn)):
         return _saved_by_custom_function(fn)
     saved = []
@@ -259,6 +352,15 @@ def _leaf_label(variable: torch.Tensor, names: dict[int, str]) -> str:
     return names.get(id(variable), "leaf " + "×".join(str(s) for s in variable.shape) if variable.dim() else "leaf scalar")
 
 
+def _require_graph_tensor(t) -> torch.Tensor:
+    """``require_tensor``, and not nested: a strided nested tensor passes the layout check but has no
+    single shape (torch raises an internal error when asked for its sizes)."""
+    tensor = require_tensor(t, "t")
+    if tensor.is_nested:
+        raise ValueError("t must not be a nested tensor: it has no single shape; use .to_padded_tensor() first")
+    return tensor
+
+
 def _check_names(names) -> dict[int, str]:
     if names is None:
         return {}
@@ -292,7 +394,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         TypeError: ``t`` is not a tensor, ``names`` not a dict of tensors, ``max_nodes`` not an int.
         ValueError: ``t`` is sparse or nested, or ``max_nodes`` < 1.
     """
-    tensor = require_tensor(t, "t")
+    tensor = _require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _check_names(names)
     output_label = "output " + ("×".join(str(s) for s in tensor.shape) if tensor.dim() else "scalar")
@@ -304,7 +406,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
             leaf = GraphNode(0, "leaf", "leaf", label, tuple(tensor.shape), (), preview(tensor), preview(tensor.grad))
             return Graph((leaf,), (), 0, 1, False)
         return Graph((output,), (), 0, 1, False)
-    fns, edges, total = _walk(tensor.grad_fn, max(max_nodes - 1, 1))
+    fns, edges, total = _walk(tensor.grad_fn, max_nodes - 1)  # node 0, the output, is one of max_nodes
     nodes = [output]
     for position, fn in enumerate(fns, start=1):
         variable = getattr(fn, "variable", None) if fn.name().endswith("AccumulateGrad") else None
@@ -317,7 +419,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
             )
         else:
             nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, _saved_of(fn)))
-    shifted = [(0, 1)] + [(a + 1, b + 1) for a, b in edges]
+    shifted = ([(0, 1)] if fns else []) + [(a + 1, b + 1) for a, b in edges]
     return Graph(tuple(nodes), tuple(shifted), 0, total + 1, total + 1 > len(nodes))
 
 
@@ -339,6 +441,8 @@ class Hazard:
 
 def _describe_saved(node: GraphNode, saved: SavedTensor) -> str:
     op = node.forward_op or node.name
+    if node.name.endswith("CopySlices"):
+        return "a tensor that an in-place operation on a view saved"
     if node.name.endswith("Backward") and not node.name.endswith("Backward0"):
         return f"{saved.attribute}, which {node.name.removesuffix('Backward')}.forward saved with ctx.save_for_backward"
     if saved.is_output:
@@ -363,7 +467,7 @@ def inplace_hazards(t) -> list[Hazard]:
         TypeError: ``t`` is not a tensor.
         ValueError: ``t`` is sparse or nested.
     """
-    tensor = require_tensor(t, "t")
+    tensor = _require_graph_tensor(t)
     graph = autograd_graph(tensor, max_nodes=2**62)
     hazards = []
     for node in graph.nodes:
