@@ -1,0 +1,310 @@
+"""Chapter 3 exercises: counting backward nodes, the chain rule, freezing layers, inference without a graph.
+
+Every checker runs torch itself: the program of an exercise is built for real and its graph counted, the
+learner's derivative is compared with autograd at several points, and the learner's functions are run on
+fresh models whose flags, gradients, buffers and outputs are then inspected.
+"""
+
+from __future__ import annotations
+
+import copy
+import dis
+import math
+
+import torch
+from torch import nn
+
+from . import correct, exercise, is_stub, not_attempted, wrong
+
+
+def _is_stub_function(fn) -> bool:
+    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def _not_a_function(example: str):
+    return wrong(f"the answer should be a function such as `{example}`.", "define the function, then pass its name (no parentheses).")
+
+
+# --- ch3.count_nodes --------------------------------------------------------------------------------------
+
+
+def count_nodes_program() -> torch.Tensor:
+    """The program of the exercise, run for real: returns ``y``."""
+    w = torch.randn(4, 3, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    x = torch.randn(3)  # does not require grad
+    scaled = x * 2
+    h = w @ scaled + b
+    y = (h.relu() * h).sum()
+    return y
+
+
+def backward_node_names(t: torch.Tensor) -> list[str]:
+    """The names of the backward nodes reachable from ``t.grad_fn`` (each once), leaves excluded."""
+    names, seen, stack = [], set(), [t.grad_fn] if t.grad_fn is not None else []
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if not fn.name().endswith("AccumulateGrad"):
+            names.append(fn.name())
+        stack.extend(next_fn for next_fn, _ in fn.next_functions if next_fn is not None)
+    return names
+
+
+@exercise("ch3.count_nodes")
+def check_count_nodes(answer):
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        return wrong("the answer should be a whole number, e.g. answer = 3.", "count the backward nodes (names ending in Backward0).")
+    with torch.random.fork_rng(devices=[]):
+        y = count_nodes_program()
+    names = backward_node_names(y)
+    truth, leaves = len(names), 2  # w and b: one AccumulateGrad each
+    if answer == truth:
+        return correct(f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still one node.")
+    if answer == truth + leaves:
+        return wrong(
+            f"{answer} is the number of backward nodes plus the two AccumulateGrad nodes of the leaves w and b.",
+            "count only the nodes that differentiate an operation (…Backward0), not the leaves' AccumulateGrad.",
+        )
+    if answer > truth:
+        return wrong(
+            "too many.",
+            "check two things: does x * 2 record anything when x does not require grad? "
+            "Does using h twice give it a second node?",
+        )
+    return wrong(
+        "too few.",
+        "every operation whose result requires grad records one node: @, +, relu, * and sum here.",
+    )
+
+
+# --- ch3.chain_rule ---------------------------------------------------------------------------------------
+
+
+#: points (x1, x2) where the checker compares with autograd; all have x1 * x2 > 0
+CHAIN_RULE_POINTS = ((2.0, 3.0), (0.5, 1.2), (1.5, 4.0), (3.0, 0.7), (0.8, 2.5))
+
+
+def autograd_partials(x1: float, x2: float) -> tuple[float, float]:
+    """dz/dx1 and dz/dx2 of z = log(x1 * x2) * sin(x2), computed by autograd in float64."""
+    a = torch.tensor(x1, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(x2, dtype=torch.float64, requires_grad=True)
+    z = torch.log(a * b) * torch.sin(b)
+    grad_x1, grad_x2 = torch.autograd.grad(z, (a, b))
+    return grad_x1.item(), grad_x2.item()
+
+
+def _as_float(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().double().item() if value.numel() == 1 else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+@exercise("ch3.chain_rule")
+def check_chain_rule(fn):
+    if not callable(fn):
+        return _not_a_function("def dz_dx2(x1, x2): ...")
+    if _is_stub_function(fn):
+        return not_attempted()
+    results = []
+    for x1, x2 in CHAIN_RULE_POINTS:
+        value = fn(x1, x2)
+        if is_stub(value):
+            return not_attempted()
+        number = _as_float(value)
+        if number is None:
+            return wrong(f"dz_dx2({x1}, {x2}) returned {type(value).__name__}, not a number.", "return one float.")
+        results.append(number)
+    if all(_close(got, autograd_partials(x1, x2)[1]) for got, (x1, x2) in zip(results, CHAIN_RULE_POINTS)):
+        return correct(
+            f"your formula agrees with autograd at all {len(CHAIN_RULE_POINTS)} points tried "
+            f"(at x1=2, x2=3: {results[0]:.6f}): the two paths through x2 add up."
+        )
+    candidates = {
+        "sin path": lambda x1, x2: math.log(x1 * x2) * math.cos(x2),
+        "log path": lambda x1, x2: math.sin(x2) / x2,
+        "dz/dx1": lambda x1, x2: math.sin(x2) / x1,
+    }
+    matches = {name for name, f in candidates.items() if all(_close(got, f(x1, x2)) for got, (x1, x2) in zip(results, CHAIN_RULE_POINTS))}
+    x1, x2 = CHAIN_RULE_POINTS[0]
+    message = f"at x1={x1}, x2={x2} your function gives {results[0]:.6f}; autograd gives {autograd_partials(x1, x2)[1]:.6f}."
+    if "sin path" in matches:
+        return wrong(message + " You kept only the path through sin(x2).", "x2 also reaches z through a = x1 * x2 and log(a): add that path's product of local derivatives.")
+    if "log path" in matches:
+        return wrong(message + " You kept only the path through log(x1 * x2).", "x2 also reaches z through sin(x2): add log(x1 * x2) * cos(x2).")
+    if "dz/dx1" in matches:
+        return wrong(message + " That is dz/dx1.", "differentiate with respect to x2: it appears in two places.")
+    return wrong(
+        message,
+        "multiply the local derivatives along each path from z to x2 (two paths) and add the paths. "
+        "d log(u)/du = 1/u, d sin(u)/du = cos(u).",
+    )
+
+
+# --- ch3.freeze -------------------------------------------------------------------------------------------
+
+
+class _BackboneAndHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU())
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+def _freeze_models():
+    """(description, model) pairs; built inside the checker on a forked RNG."""
+    all_frozen = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+    all_frozen.requires_grad_(False)
+    return [
+        ("a Sequential of three Linear layers", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))),
+        ("a Sequential that ends in a ReLU", nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3), nn.ReLU())),
+        ("a module with .backbone and .head", _BackboneAndHead()),
+        ("a model whose last Linear has no bias", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2, bias=False))),
+        ("a model that arrives with every parameter frozen", all_frozen),
+    ]
+
+
+def last_layer(model: nn.Module) -> nn.Module:
+    """The last submodule (in ``model.modules()`` order) that has parameters of its own."""
+    return [m for m in model.modules() if any(True for _ in m.parameters(recurse=False))][-1]
+
+
+@exercise("ch3.freeze")
+def check_freeze(fn):
+    if not callable(fn):
+        return _not_a_function("def freeze_all_but_last(model): ...")
+    if _is_stub_function(fn):
+        return not_attempted()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        models = _freeze_models()
+        inputs = torch.randn(5, 4)
+    for description, model in models:
+        names = {id(p): name for name, p in model.named_parameters()}
+        last_ids = {id(p) for p in last_layer(model).parameters()}
+        before = {name: value.clone() for name, value in model.state_dict().items()}
+        returned = fn(model)
+        if is_stub(returned):
+            return not_attempted()
+        try:
+            returned = list(returned)
+        except TypeError:
+            return wrong(f"for {description} your function returned {type(returned).__name__}.", "return a list of the parameters that stay trainable.")
+        for name, value in model.state_dict().items():
+            if name not in before or not torch.equal(value, before[name]):
+                return wrong(f"for {description} the model's values changed ({name}).", "only flip requires_grad; do not replace or re-create layers.")
+        trainable = {names[id(p)] for p in model.parameters() if p.requires_grad}
+        expected = {names[i] for i in last_ids}
+        if trainable != expected:
+            frozen_too_much = sorted(expected - trainable)
+            left_trainable = sorted(trainable - expected)
+            if frozen_too_much and not trainable:
+                hint = "the last layer must stay trainable; if the model arrived frozen, set requires_grad=True on it."
+                if description.endswith("ends in a ReLU"):
+                    hint = "the last module here is a ReLU, which has no parameters: look for the last module that has parameters of its own."
+                return wrong(f"for {description} nothing is trainable afterwards.", hint)
+            if frozen_too_much:
+                return wrong(f"for {description} {', '.join(frozen_too_much)} ended up frozen.", "the last layer (weight and bias) must stay trainable.")
+            return wrong(
+                f"for {description} these are still trainable: {', '.join(left_trainable)}.",
+                "set requires_grad=False on every parameter outside the last layer (p.requires_grad_(False)).",
+            )
+        if {id(p) for p in returned} != last_ids or len(returned) != len(last_ids):
+            return wrong(
+                f"the flags are right, but for {description} you returned {len(returned)} parameters instead of the "
+                f"{len(last_ids)} trainable ones.",
+                "return [p for p in model.parameters() if p.requires_grad]: that is what the optimizer should get.",
+            )
+        model.train()
+        model(inputs).sum().backward()
+        with_grad = {names[id(p)] for p in model.parameters() if p.grad is not None}
+        if with_grad != expected:  # cannot happen when the flags are right; kept as a check against torch
+            return wrong(f"for {description} backward() gave .grad to {sorted(with_grad)}.", "only the last layer should receive gradients.")
+    return correct(
+        f"on all {len(models)} models only the last layer with parameters kept requires_grad=True, only it got "
+        ".grad after backward(), and the values were untouched."
+    )
+
+
+# --- ch3.inference ----------------------------------------------------------------------------------------
+
+
+def _inference_model() -> nn.Module:
+    model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3))
+    with torch.no_grad():  # give BatchNorm running statistics that differ from the batch's own
+        for _ in range(3):
+            model(torch.randn(32, 6) * 2 + 1)
+    return model
+
+
+def _buffers(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in model.named_buffers()}
+
+
+@exercise("ch3.inference")
+def check_inference(fn):
+    if not callable(fn):
+        return _not_a_function("def predict(model, x): ...")
+    if _is_stub_function(fn):
+        return not_attempted()
+    for start_in_training in (True, False):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1)
+            model = _inference_model()
+            x = torch.randn(8, 6)
+            model.train(start_in_training)
+            reference_model = copy.deepcopy(model).eval()
+            with torch.no_grad():
+                reference = reference_model(x)
+            buffers = _buffers(model)
+            modes = [m.training for m in model.modules()]
+            out = fn(model, x)
+        mode = "training" if start_in_training else "eval"
+        if is_stub(out):
+            return not_attempted()
+        if not isinstance(out, torch.Tensor):
+            return wrong(f"predict returned {type(out).__name__}, not a tensor.", "return the model's output.")
+        if out.requires_grad or out.grad_fn is not None:
+            return wrong(
+                f"the output still belongs to a graph (requires_grad={out.requires_grad}, grad_fn="
+                f"{type(out.grad_fn).__name__ if out.grad_fn is not None else None}).",
+                "model.eval() does not stop graph building: run the forward inside `with torch.no_grad():` "
+                "(or torch.inference_mode()).",
+            )
+        changed = [name for name, value in model.named_buffers() if not torch.equal(value, buffers[name])]
+        if changed:
+            return wrong(
+                f"the forward pass changed BatchNorm's running statistics ({', '.join(changed)}).",
+                "torch.no_grad() does not change how layers behave: BatchNorm in training mode still updates its "
+                "statistics. Switch to evaluation behaviour with model.eval().",
+            )
+        if out.shape != reference.shape or not torch.allclose(out, reference, atol=1e-6):
+            return wrong(
+                f"with a model in {mode} mode the output differs from the model's evaluation-mode output.",
+                "dropout and BatchNorm behave differently in training mode: call model.eval() before the forward pass.",
+            )
+        if [m.training for m in model.modules()] != modes:
+            return wrong(
+                f"the model arrived in {mode} mode and left in {'training' if model.training else 'eval'} mode.",
+                "remember was_training = model.training before, and restore it with model.train(was_training) afterwards.",
+            )
+    return correct(
+        "evaluation-mode output, no graph recorded, BatchNorm statistics untouched, and the model left in the mode it "
+        "arrived in (tried from both training and eval mode)."
+    )

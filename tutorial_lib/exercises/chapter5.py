@@ -1,0 +1,262 @@
+"""Chapter 5 exercises: which in-place edits break backward(), a residual block that works, the stale node.
+
+Every checker runs torch itself: predictions are compared with what real ``backward()`` calls do on the
+programs below, the learner's block is run forward and backward and its gradients compared with ones torch
+computes for an out-of-place reference, and the culprit is looked up with ``inplace_hazards``.
+
+The programs are kept here as source text so that the notebook shows exactly the code that is checked
+(``tests/test_exercises_chapter5.py`` checks that the notebook contains each one verbatim).
+"""
+
+from __future__ import annotations
+
+import dis
+import re
+
+import torch
+
+from ..graph import autograd_graph, inplace_hazards
+from . import correct, exercise, not_attempted, wrong
+
+INPLACE_ERROR = "modified by an inplace operation"
+
+
+def _is_stub_function(fn) -> bool:
+    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def run_program(source: str) -> dict:
+    """Run one exercise program (seeded) and return its variables; the program defines ``loss``."""
+    namespace = {"torch": torch}
+    torch.manual_seed(0)
+    exec(source, namespace)  # noqa: S102 - our own fixed programs
+    return namespace
+
+
+def backward_raises(source: str) -> bool:
+    """Whether ``loss.backward()`` at the end of the program raises autograd's in-place error."""
+    loss = run_program(source)["loss"]
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        if INPLACE_ERROR in str(error):
+            return True
+        raise
+    return False
+
+
+# --- ch5.predict_error -----------------------------------------------------------------------------------
+
+PREDICT_PROGRAMS = {
+    "A": """\
+a = torch.randn(3, requires_grad=True)
+h = a * 2
+y = h.exp()
+h += 1
+loss = y.sum()""",
+    "B": """\
+a = torch.randn(3, requires_grad=True)
+y = a.exp()
+y += 1
+loss = y.sum()""",
+    "C": """\
+a = torch.randn(3, requires_grad=True)
+w = torch.randn(3)
+h = a + 1
+y = h * w
+h.zero_()
+loss = y.sum()""",
+    "D": """\
+a = torch.randn(3, requires_grad=True)
+w = torch.randn(3, requires_grad=True)
+h = a + 1
+y = h * w
+h.zero_()
+loss = y.sum()""",
+    "E": """\
+a = torch.randn(3, requires_grad=True)
+h = torch.sigmoid(a)
+h.relu_()
+loss = h.sum()""",
+    "F": """\
+a = torch.randn(2, 3, requires_grad=True)
+h = a.tanh()
+row = h[0]
+row.mul_(2)
+loss = h.sum()""",
+    "G": """\
+a = torch.randn(3, requires_grad=True)
+x = a.clone()
+x[0] = 0.0
+loss = (x ** 2).sum()""",
+    "H": """\
+a = torch.randn(3, requires_grad=True)
+h = a.sin()
+h += 1
+loss = (h * h).sum()""",
+}
+
+# Why each program does or does not raise: shown for the first program the learner got wrong.
+_PREDICT_HINTS = {
+    "A": "exp saves its output y, not its input h; and h = a * 2 saved only the number 2. Nothing saved h.",
+    "B": "exp saves its output (the derivative of e^u is e^u). y += 1 changes exactly that saved tensor.",
+    "C": "mul saves each operand for the *other* one's gradient. w does not require grad, so h was never saved.",
+    "D": "w requires grad, and d(h * w)/dw = h: mul saved h, which zero_() then changed.",
+    "E": "sigmoid saves its output. relu_ leaves these positive values unchanged, but it still bumps the version.",
+    "F": "row is a view of h and shares its version counter; tanh saved its output h.",
+    "G": "the in-place write happens before x is used: x ** 2 saves x at its new version.",
+    "H": "sin saves its input a (which is untouched), not its output h; h * h saves h after the += 1.",
+}
+
+
+def predict_error_truth() -> list[bool]:
+    """What really happens: True where ``loss.backward()`` raises, program by program."""
+    return [backward_raises(source) for source in PREDICT_PROGRAMS.values()]
+
+
+@exercise("ch5.predict_error")
+def check_predict_error(answer):
+    letters = list(PREDICT_PROGRAMS)
+    count = len(letters)
+    if isinstance(answer, dict):
+        if set(answer) != set(letters):
+            return wrong(f"a dict answer needs exactly the keys {letters}.", "or give a list of 8 booleans in order A to H.")
+        answer = [answer[letter] for letter in letters]
+    if not isinstance(answer, (list, tuple)) or len(answer) != count:
+        return wrong(
+            f"the answer should be a list of {count} booleans, one per program A to {letters[-1]}.",
+            "True means 'backward() raises', e.g. answer = [True, False, ...].",
+        )
+    if not all(isinstance(item, bool) for item in answer):
+        return wrong("every item should be True or False.", "True where you expect backward() to raise, else False.")
+    truth = predict_error_truth()
+    missed = [letter for letter, guess, real in zip(letters, answer, truth) if guess != real]
+    if not missed:
+        raising = ", ".join(letter for letter, real in zip(letters, truth) if real)
+        return correct(f"backward() raises for {raising} and works for the others, exactly as you said.")
+    first = missed[0]
+    said = "raises" if answer[letters.index(first)] else "works"
+    return wrong(
+        f"{count - len(missed)} of {count} right; program {first} is one you got wrong (you said backward() {said}).",
+        f"for each in-place edit, ask which node saved that tensor, and when. {_PREDICT_HINTS[first]}",
+    )
+
+
+# --- ch5.fix_residual ------------------------------------------------------------------------------------
+
+
+def _reference_block(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """The block written out of place, as torch should differentiate it."""
+    t = torch.tanh(x)
+    return torch.relu(t + torch.nn.functional.linear(t, weight, bias))
+
+
+def _residual_case(seed: int, shape: tuple[int, int]):
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear(shape[1], shape[1])
+    x = torch.randn(*shape, requires_grad=True)
+    upstream = torch.randn(*shape)  # a gradient that is not all ones, so every value matters
+    return linear, x, upstream
+
+
+@exercise("ch5.fix_residual")
+def check_fix_residual(fn):
+    if not callable(fn):
+        return wrong("the answer should be a function such as `def fixed_block(x, linear): ...`.", "define it, then pass its name.")
+    if _is_stub_function(fn):
+        return not_attempted()
+    for seed, shape in ((0, (3, 4)), (1, (5, 6))):
+        linear, x, upstream = _residual_case(seed, shape)
+        out = fn(x, linear)
+        if not isinstance(out, torch.Tensor):
+            return wrong(f"your block returned {type(out).__name__}, not a tensor.", "return the block's output.")
+        weight = linear.weight.detach().clone().requires_grad_()
+        bias = linear.bias.detach().clone().requires_grad_()
+        x_ref = x.detach().clone().requires_grad_()
+        expected = _reference_block(x_ref, weight, bias)
+        if out.shape != expected.shape or not torch.allclose(out.detach(), expected.detach(), atol=1e-6):
+            return wrong(
+                "the block's output values differ from relu(tanh(x) + linear(tanh(x))).",
+                "keep the computation the same; change only how the residual sum is written.",
+            )
+        if out.grad_fn is None:
+            return wrong(
+                "the output is not connected to the graph (it has no grad_fn), so no gradient can reach x or the layer.",
+                "do not detach or use .data: write the sum out of place, x = x + linear(x).",
+            )
+        try:
+            (out * upstream).sum().backward()
+        except RuntimeError as error:
+            message = str(error).split(" Hint:")[0]
+            return wrong(
+                f"backward() raised: {message}",
+                "x += linear(x) changes the tensor that tanh saved (its output) and that linear saved (its input). "
+                "Make the sum a new tensor: x = x + linear(x).",
+            )
+        (expected * upstream).sum().backward()
+        for name, got, want in (("x", x.grad, x_ref.grad), ("linear.weight", linear.weight.grad, weight.grad), ("linear.bias", linear.bias.grad, bias.grad)):
+            if got is None or not torch.allclose(got, want, atol=1e-5):
+                return wrong(
+                    f"backward() ran, but the gradient of {name} is {'missing' if got is None else 'wrong'}.",
+                    "something cut a path of the graph (detach(), .data, no_grad): let autograd see the whole block.",
+                )
+    return correct("same outputs, backward() works, and the gradients of x, weight and bias match torch's reference.")
+
+
+# --- ch5.find_culprit ------------------------------------------------------------------------------------
+
+CULPRIT_PROGRAM = """\
+torch.manual_seed(0)
+x = torch.randn(4, 3)
+w1 = torch.randn(3, 5, requires_grad=True)
+w2 = torch.randn(5, 2, requires_grad=True)
+h = torch.relu(x @ w1)
+z = h + 1
+out = z @ w2
+out += 0.5
+z.mul_(2)
+loss = out.sum()"""
+
+_SUFFIX = re.compile(r"backward\d*$")
+
+
+def _short(name: str) -> str:
+    """``'MmBackward0'``, ``'mm'``, ``' Mm '`` -> ``'mm'``."""
+    return _SUFFIX.sub("", name.strip().lower())
+
+
+def culprit_nodes() -> list[str]:
+    """The backward nodes whose saved tensor the program made stale, from ``inplace_hazards``."""
+    return [hazard.node for hazard in inplace_hazards(run_program(CULPRIT_PROGRAM)["loss"])]
+
+
+_CULPRIT_HINTS = {
+    "mul": "Mul is the in-place op that changed the tensor (z.mul_(2)), and the error message names it, "
+    "but a node that needs the old value saved it. Which op used z before the edit?",
+    "add": "add produced z, but addition saves nothing for backward (its gradient is 1 for both inputs).",
+    "relu": "relu saved its output h, and h was never changed in place (z = h + 1 is a new tensor).",
+}
+
+
+@exercise("ch5.find_culprit")
+def check_find_culprit(answer):
+    if not isinstance(answer, str) or not answer.strip():
+        return wrong("the answer should be the name of a backward node as a string, e.g. 'ExpBackward0'.", "use the names grad_fn shows.")
+    culprits = culprit_nodes()
+    if _short(answer) in {_short(node) for node in culprits}:
+        return correct(
+            f"{culprits[0]} saved z to compute the gradient of w2, and z.mul_(2) changed it afterwards. "
+            "The error message says 'output 0 of Mul': it names the op that last wrote z, not the node that needs it."
+        )
+    nodes = {_short(node.name) for node in autograd_graph(run_program(CULPRIT_PROGRAM)["loss"]).nodes}
+    hint = _CULPRIT_HINTS.get(_short(answer))
+    if hint is None and _short(answer) not in nodes:
+        hint = "that node is not in this graph; list the nodes with tl.autograd_graph(loss) and look at what each saved."
+    elif hint is None:
+        hint = "that node's saved tensors are all at their saved versions; look for the one that saved z."
+    return wrong(f"{answer.strip()} is not the node with the stale saved tensor.", hint)
