@@ -8,22 +8,13 @@ fresh models whose flags, gradients, buffers and outputs are then inspected.
 from __future__ import annotations
 
 import copy
-import dis
 import math
 
 import torch
 from torch import nn
 
+from . import is_stub_function as _is_stub_function
 from . import correct, exercise, is_stub, not_attempted, wrong
-
-
-def _is_stub_function(fn) -> bool:
-    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return False
-    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
-    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
 def _not_a_function(example: str):

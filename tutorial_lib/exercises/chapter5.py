@@ -10,24 +10,15 @@ The programs are kept here as source text so that the notebook shows exactly the
 
 from __future__ import annotations
 
-import dis
 import re
 
 import torch
 
 from ..graph import autograd_graph, inplace_hazards
+from . import is_stub_function as _is_stub_function
 from . import correct, exercise, not_attempted, wrong
 
 INPLACE_ERROR = "modified by an inplace operation"
-
-
-def _is_stub_function(fn) -> bool:
-    """Whether ``fn``'s body does nothing but return None (``...``, ``pass``, a docstring alone)."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return False
-    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
-    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
 def run_program(source: str) -> dict:

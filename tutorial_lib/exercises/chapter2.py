@@ -1,0 +1,190 @@
+"""Chapter 2 exercises: views instead of copies, predicting view or copy, updating a tensor in place.
+
+Every checker runs torch itself: the learner's function is called on fresh tensors and the result is
+inspected (values, memory sharing, storage, data pointer, bytes allocated); predictions are compared with
+what ``view_or_copy`` records when the expressions really run.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..memory import measure_memory
+from ..ops import view_or_copy
+from ..storage import same_storage, shares_memory
+from . import correct, exercise, wrong
+
+# --- ch2.make_view --------------------------------------------------------------------------------------
+
+
+def every_other_column_copy(x: torch.Tensor) -> torch.Tensor:
+    """The function of the exercise as given: columns 0, 2, 4, ... picked with advanced indexing (a copy)."""
+    return x[:, torch.arange(0, x.shape[1], 2)]
+
+
+def _make_view_inputs():
+    generator = torch.Generator().manual_seed(2)
+    return [
+        ("a 3 x 4 float32 matrix", torch.arange(12.0).reshape(3, 4)),
+        ("a 2 x 5 matrix (an odd number of columns)", torch.arange(10.0).reshape(2, 5)),
+        ("a transposed (non-contiguous) 3 x 5 matrix", torch.arange(15.0).reshape(5, 3).t()),
+        ("a 4 x 1 int64 matrix (a single column)", torch.arange(4).reshape(4, 1)),
+        ("a 6 x 7 float64 matrix of random numbers", torch.randn(6, 7, generator=generator, dtype=torch.float64)),
+    ]
+
+
+@exercise("ch2.make_view")
+def check_make_view(fn):
+    if not callable(fn):
+        return wrong(
+            "the answer should be a function such as `def every_other_column(x): ...`.",
+            "define the function, then pass its name.",
+        )
+    for description, x in _make_view_inputs():
+        before = x.clone()
+        expected = every_other_column_copy(x)
+        result = fn(x)
+        if not isinstance(result, torch.Tensor):
+            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the selected columns.")
+        if not torch.equal(x, before):
+            return wrong(f"your function changed its input ({description}).", "only select columns; do not write into x.")
+        if result.shape != expected.shape or result.dtype != expected.dtype or not torch.equal(result, expected):
+            return wrong(
+                f"for {description} the result has shape {tuple(result.shape)}; columns 0, 2, 4, ... of x have shape "
+                f"{tuple(expected.shape)}" + (" and other values." if result.shape == expected.shape else "."),
+                "keep every row and take every second column, starting with column 0 (dimension 1 is the columns).",
+            )
+        if not shares_memory(result, x) or not same_storage(result, x):
+            return wrong(
+                f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
+                "a list or a tensor of indices is advanced indexing, which always copies. Basic slicing with a step, "
+                "start:stop:step, gives a view: it only changes the offset and the strides.",
+            )
+    return correct(
+        "same values as the advanced-indexing version, but a view: it reads x's own storage (the column stride "
+        "doubled), for every input tried, transposed and single-column ones included."
+    )
+
+
+# --- ch2.predict_view_or_copy ---------------------------------------------------------------------------
+
+#: The expressions of the prediction exercise, all on ``x = torch.arange(12.).reshape(3, 4)``, with the
+#: principle each one tests (given as the hint when it is predicted wrongly).
+PREDICT_EXPRESSIONS = {
+    "x[:, 1:3]": "basic slicing (ints, start:stop:step, None, ...) only changes the offset, shape and strides.",
+    "x[:, [1, 2]]": "a list inside the brackets is advanced indexing, and advanced indexing always copies, "
+    "even when the chosen elements happen to be equally spaced.",
+    "x.t().reshape(12)": "reshape copies only when no strides can describe the new shape over the same storage: "
+    "reading the transpose row by row jumps around in memory.",
+    "x.reshape(2, 6)": "reshape copies only when it must: x is contiguous, so any new shape is a view.",
+    "x.index_select(0, torch.tensor([0, 1]))": "index_select is a gather of whole slices into new memory, like "
+    "indexing with a tensor of indices.",
+    "x[0].expand(3, 4)": "expand repeats a size-1 dimension by giving it stride 0: no element is written anywhere.",
+    "x.t().contiguous()": "contiguous() returns the tensor itself when it already is contiguous, and a copy when "
+    "it is not. Is x.t() contiguous?",
+    "x.diagonal()": "the diagonal elements are equally spaced in storage (every 5th cell here), so one stride "
+    "reaches them all.",
+    "x[x > 5]": "a boolean mask is advanced indexing: the number of elements chosen depends on the data, so the "
+    "result needs new memory.",
+    "x.narrow(1, 0, 2).flatten()": "narrow gives a view, but its rows now have gaps between them in storage; "
+    "flatten (a reshape) cannot jump over the gaps with a single stride.",
+}
+
+
+def predict_inputs() -> dict[str, torch.Tensor]:
+    return {"x": torch.arange(12.0).reshape(3, 4)}
+
+
+def predict_truth() -> list[str]:
+    """What ``view_or_copy`` records for each expression: "view" or "copy"."""
+    report = view_or_copy(list(PREDICT_EXPRESSIONS), **predict_inputs())
+    return [row.verdict for row in report]
+
+
+def _normalise(answer) -> list[str] | None:
+    expressions = list(PREDICT_EXPRESSIONS)
+    if isinstance(answer, dict):
+        answer = [answer.get(expression) for expression in expressions]
+    if isinstance(answer, str) or not isinstance(answer, (list, tuple)) or len(answer) != len(expressions):
+        return None
+    words = []
+    for item in answer:
+        if not isinstance(item, str) or item.strip().lower() not in ("view", "copy"):
+            return None
+        words.append(item.strip().lower())
+    return words
+
+
+@exercise("ch2.predict_view_or_copy")
+def check_predict_view_or_copy(answer):
+    count = len(PREDICT_EXPRESSIONS)
+    words = _normalise(answer)
+    if words is None:
+        return wrong(
+            f"the answer should be a list of {count} words, each \"view\" or \"copy\", in the order of the expressions.",
+            'e.g. answer = ["view", "copy", ...] with one entry per expression.',
+        )
+    truth = predict_truth()
+    expressions = list(PREDICT_EXPRESSIONS)
+    missed = [i for i, (word, verdict) in enumerate(zip(words, truth)) if word != verdict]
+    if not missed:
+        return correct(
+            f"all {count} right, as view_or_copy records them: slicing, expand, diagonal and a reshape of contiguous "
+            "data are views; advanced indexing, index_select, masks and a reshape or contiguous() of scattered data copy."
+        )
+    listed = ", ".join(f"#{i + 1} `{expressions[i]}`" for i in missed)
+    first = expressions[missed[0]]
+    return wrong(
+        f"{count - len(missed)} of {count} right. Look again at {listed}.",
+        f"{first}: {PREDICT_EXPRESSIONS[first]} Run tl.view_or_copy([{first!r}], x=x) to see it.",
+    )
+
+
+# --- ch2.inplace_update ---------------------------------------------------------------------------------
+
+
+def _update_cases():
+    matrix = torch.zeros(4, 5)
+    return [
+        ("y of 1,000 float32 ones, x = arange(1000.)", torch.ones(1000), torch.arange(1000.0)),
+        ("y = column 2 of a 4 x 5 matrix (a strided view), x = arange(4.)", matrix[:, 2], torch.arange(4.0)),
+        ("y of shape (3, 4), x of shape (4,) (broadcast over the rows)", torch.full((3, 4), 2.0), torch.arange(4.0)),
+    ]
+
+
+@exercise("ch2.inplace_update")
+def check_inplace_update(fn):
+    if not callable(fn):
+        return wrong("the answer should be a function such as `def accumulate(y, x): ...`.", "define the function, then pass its name.")
+    for description, y, x in _update_cases():
+        y_before, x_before = y.clone(), x.clone()
+        expected = y_before + x_before
+        pointer = y.data_ptr()
+        with measure_memory() as memory:
+            fn(y, x)
+        if not torch.equal(x, x_before):
+            return wrong(f"for {description} your function changed x.", "add x into y: y is the tensor to change, x only gets read.")
+        if torch.equal(y, y_before):
+            return wrong(
+                f"for {description} the caller's y still holds its old values.",
+                "`y = y + x` inside a function makes a new tensor and binds the function's own name y to it; "
+                "the caller's tensor never changes. Write into y's memory instead.",
+            )
+        if y.data_ptr() != pointer:
+            return wrong(
+                f"for {description} y now points to other memory.",
+                "change the numbers y already holds; do not give y new storage (set_, .data = ...).",
+            )
+        if not torch.allclose(y, expected):
+            return wrong(f"for {description} y holds other values than y + x.", "add x to y once, elementwise (broadcasting as y + x would).")
+        if memory.peak:
+            return wrong(
+                f"y has the right values, but for {description} your function allocated {memory.peak:,} bytes on the "
+                "way (a temporary the size of y + x).",
+                "`y[:] = y + x` and `y.copy_(y + x)` compute y + x into new memory first, then copy it in. "
+                "An in-place op (`y += x`, `y.add_(x)`, `torch.add(y, x, out=y)`) adds directly into y.",
+            )
+    return correct(
+        "y was updated in its own memory (same data pointer) with 0 bytes allocated, even as a strided view and "
+        "with broadcasting."
+    )
