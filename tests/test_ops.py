@@ -549,3 +549,20 @@ def test_trace_stops_recording_after_the_block():
     x.t()
     x * 2
     assert len(records) == count == 1
+
+
+def test_python_copy_module_verdicts():
+    """copy.copy of a tensor shares its memory; deepcopy copies. Neither writes into the input."""
+    import copy
+
+    x = torch.arange(6.0)
+    report = view_or_copy(["copy.copy(x)", "copy.deepcopy(x)"], x=x)
+    shallow, deep = copy.copy(x), copy.deepcopy(x)
+    assert [row.verdict for row in report] == [
+        "view" if shallow.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else "copy",
+        "view" if deep.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else "copy",
+    ]
+    assert [row.shares_memory for row in report] == [
+        bool(np.shares_memory(shallow.numpy(), x.numpy())),
+        bool(np.shares_memory(deep.numpy(), x.numpy())),
+    ]

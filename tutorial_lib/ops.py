@@ -10,6 +10,7 @@ place; anything else got fresh storage, whose bytes are counted.
 from __future__ import annotations
 
 import contextlib
+import copy
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -210,9 +211,9 @@ def _fresh_copy(value):
     if value.layout != torch.strided:  # sparse: copies of its parts, coalesced or not as it was
         return value.detach().clone().requires_grad_(value.requires_grad)
     storage = value.detach().untyped_storage().clone()
-    copy = torch.empty((), dtype=value.dtype, device=value.device)
-    copy.set_(storage, value.storage_offset(), value.size(), value.stride())
-    return copy.requires_grad_(value.requires_grad)
+    duplicate = torch.empty((), dtype=value.dtype, device=value.device)
+    duplicate.set_(storage, value.storage_offset(), value.size(), value.stride())
+    return duplicate.requires_grad_(value.requires_grad)
 
 
 def _first_tensors(result) -> list:
@@ -268,10 +269,10 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
             if callable(code):
                 result = code(**inputs)
             else:
-                result = eval(code, {"torch": torch, "np": np}, dict(inputs))  # noqa: S307 - learner's own code
-        wrote = any(r.kind == "inplace" for r in records) or any(
-            inputs[n]._version != v for n, v in before.items()
-        )
+                result = eval(code, {"torch": torch, "np": np, "copy": copy}, dict(inputs))  # noqa: S307 - learner's own code
+        # In place means an input was written (its version counter moved, which views share); an in-place op
+        # on a tensor the expression made itself, like the set_ inside copy.copy(x), does not count.
+        wrote = any(inputs[n]._version != v for n, v in before.items())
         outputs = [part for output in _first_tensors(result) for part in _memory_parts(output)]
         sources = [part for value in inputs.values() for part in _memory_parts(value)]
         shares = any(shares_memory(o, s) for o in outputs for s in sources)
