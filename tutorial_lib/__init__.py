@@ -6,6 +6,8 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 
 from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
+from .graph_explorers import GraphStepper
+from .graph_pictures import ErrorReport, draw_graph, graph_layout, show_error
 from .layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
 from .layout_pictures import draw_layout, layout_summary
 from .memory import MemoryReport, format_bytes, measure_memory
@@ -17,7 +19,9 @@ from .tables import OpTable, op_table
 __version__ = "0.1.0"
 
 __all__ = [
+    "ErrorReport",
     "Feedback",
+    "GraphStepper",
     "check",
     "exercise_ids",
     "Graph",
@@ -33,9 +37,11 @@ __all__ = [
     "StrideExplorer",
     "ViewCopyExplorer",
     "autograd_graph",
+    "draw_graph",
     "draw_layout",
     "draw_memory_timeline",
     "format_bytes",
+    "graph_layout",
     "inplace_hazards",
     "layout",
     "layout_summary",
@@ -43,6 +49,7 @@ __all__ = [
     "op_table",
     "same_storage",
     "shares_memory",
+    "show_error",
     "stride_explorer",
     "trace_ops",
     "view_copy_explorer",

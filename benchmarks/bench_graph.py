@@ -1,0 +1,135 @@
+"""How long draw_graph takes to draw a backward graph to SVG, and torchviz on the same graph if installed.
+
+Run: .venv/bin/python benchmarks/bench_graph.py [--repeats N]
+
+Graphs: the backward graph of a stack of residual MLP blocks (CPU), about 250 nodes (24 blocks) and about
+1,000 nodes (99 blocks). draw_graph is timed with its defaults (big graphs collapse into groups) and
+uncollapsed; each time covers building the graph snapshot, layout, drawing and
+``fig.savefig(io.BytesIO(), format="svg")`` (matplotlib's default draws text as outlines, slow for many
+labels; the "SVG text" row keeps it as <text> with ``svg.fonttype="none"``). torchviz (``make_dot(...).pipe(format="svg")``, which runs
+graphviz's ``dot``) is timed only when both are installed: neither is a project dependency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shutil
+import statistics
+import time
+
+import matplotlib
+import torch
+from torch import nn
+
+from tutorial_lib.graph import autograd_graph
+from tutorial_lib.graph_pictures import draw_graph
+
+
+class Block(nn.Module):
+    """x + fc2(relu(fc1(x))): 10 backward-graph nodes with its parameters."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.fc1 = nn.Linear(width, width)
+        self.fc2 = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.fc2(torch.relu(self.fc1(x)))
+
+
+class ResidualMLP(nn.Module):
+    """stem -> ReLU -> ``depth`` residual blocks -> head."""
+
+    def __init__(self, depth: int, width: int = 8, inputs: int = 4):
+        super().__init__()
+        self.stem = nn.Linear(inputs, width)
+        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+        self.head = nn.Linear(width, 1)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(h)
+
+
+def residual_loss(depth: int):
+    """(model, loss) with a backward graph of 12 + 10 * depth nodes."""
+    torch.manual_seed(0)
+    model = ResidualMLP(depth)
+    loss = model(torch.randn(16, 4)).pow(2).mean()
+    return model, loss
+
+
+def median_seconds(run, repeats: int) -> float:
+    run()  # warm-up: font caches, first-import costs
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def time_draw_graph(loss, model, repeats: int, svg_text: bool = False, **options) -> float:
+    """Median seconds of draw_graph + savefig to SVG; ``svg_text`` keeps text as <text> (svg.fonttype none)."""
+
+    def run():
+        fig = draw_graph(loss, model=model, **options)
+        if svg_text:
+            with matplotlib.rc_context({"svg.fonttype": "none"}):
+                fig.savefig(io.BytesIO(), format="svg")
+        else:
+            fig.savefig(io.BytesIO(), format="svg")
+
+    return median_seconds(run, repeats)
+
+
+def torchviz_available() -> bool:
+    try:
+        import torchviz  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("dot") is not None
+
+
+def time_torchviz(loss, model, repeats: int) -> float:
+    import torchviz
+
+    params = dict(model.named_parameters())
+    return median_seconds(lambda: torchviz.make_dot(loss, params=params).pipe(format="svg"), repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    rows = []
+    have_torchviz = torchviz_available()
+    for depth in (24, 99):
+        model, loss = residual_loss(depth)
+        nodes = autograd_graph(loss).total_nodes
+        default = time_draw_graph(loss, model, args.repeats)
+        rows.append(("draw_graph (default: collapsed)", nodes, default))
+        whole = dict(collapse="none", max_nodes=2000)
+        rows.append(("draw_graph collapse='none'", nodes, time_draw_graph(loss, model, args.repeats, **whole)))
+        rows.append(
+            ("draw_graph collapse='none', SVG text", nodes, time_draw_graph(loss, model, args.repeats, True, **whole))
+        )
+        if have_torchviz:
+            rows.append(("torchviz make_dot + dot -Tsvg", nodes, time_torchviz(loss, model, args.repeats)))
+
+    print(f"{'tool':<38} {'nodes':>6} {'median s':>9} {'ratio':>7}")
+    base = {}
+    for tool, nodes, seconds in rows:
+        base.setdefault(nodes, seconds)
+        print(f"{tool:<38} {nodes:>6} {seconds:>9.3f} {seconds / base[nodes]:>7.2f}")
+    print("(ratio: median time over draw_graph's default on the same graph; SVG into memory, CPU)")
+    if not have_torchviz:
+        print("torchviz not installed: comparison skipped")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""Explorers for the backward graph: step through a program and watch its graph, saved tensors and versions.
+
+``GraphStepper`` runs a list of statements one at a time in its own namespace. After every step it
+snapshots the graph of the tensor being followed (``autograd_graph``), its stale saved tensors
+(``inplace_hazards``) and draws it (``draw_graph``). The logic is plain Python (``step_forward``,
+``step_back``, ``summary``, ``hazards``, ``figure``) so it is tested without a browser; ``widget`` wraps it
+in ipywidgets (Back / Next buttons, the picture as an SVG image, a table of saved tensors).
+
+ipywidgets and matplotlib are imported only when a widget or figure is made.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import time
+
+import torch
+
+from ._checks import describe, require_bool
+from .graph import Graph, Hazard, autograd_graph, inplace_hazards
+
+_HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
+
+
+def _check_steps(steps) -> tuple[tuple[str, str, object], ...]:
+    """Validate and compile steps: a list of (label, statement) pairs."""
+    if not isinstance(steps, (list, tuple)):
+        raise TypeError(f"steps must be a list of (label, statement) pairs, got {describe(steps)}")
+    if not steps:
+        raise ValueError("steps must hold at least one (label, statement) pair")
+    checked = []
+    for i, step in enumerate(steps):
+        if not (isinstance(step, (tuple, list)) and len(step) == 2 and all(isinstance(s, str) for s in step)):
+            raise TypeError(f"steps[{i}] must be a (label, statement) pair of str, got {describe(step)}")
+        label, statement = step
+        try:
+            code = compile(statement, f"<step {i + 1}: {label}>", "exec")
+        except SyntaxError as error:
+            raise ValueError(f"steps[{i}] statement {statement!r} is not valid Python: {error.msg}") from None
+        checked.append((label, statement, code))
+    return tuple(checked)
+
+
+def _assigned_names(statement: str) -> list[str]:
+    """Names a statement binds or changes in place, in order (``a = …``, ``a += 1``, ``a[0] = 5``, ``a.mul_(2)``)."""
+
+    def base(node):
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    names = []
+    for node in ast.walk(ast.parse(statement)):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr.endswith("_") and not node.func.attr.startswith("_"):  # a.mul_(2): in place
+                targets = [node.func.value]
+        for target in targets:
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            names.extend(n for n in (base(e) for e in elements) if n)
+    return names
+
+
+class GraphStepper:
+    """Run statements one at a time and show the backward graph after each.
+
+    Example::
+
+        GraphStepper([
+            ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
+            ("exp saves its result", "a = x.exp()"),
+            ("change a in place", "a.mul_(2)"),
+            ("use a", "y = (a * x).sum()"),
+            ("backward fails", "y.backward()"),
+        ])
+
+    Args:
+        steps: list of (label, Python statement) pairs, run in order in a namespace holding ``torch``.
+        setup: a statement run before the first step (and again before every rerun).
+        target: the variable whose graph is shown; None follows the variable each step last assigned
+            or changed in place (``a.mul_(2)`` keeps showing ``a``).
+        show_values: print values and grads of leaves and the output in the picture.
+        seed: ``torch.manual_seed`` for every run from scratch, so reruns draw the same random numbers
+            (the caller's random state is left untouched).
+
+    Raises:
+        TypeError: ``steps`` is not a list of (str, str) pairs, or another argument has the wrong type.
+        ValueError: ``steps`` is empty or a statement is not valid Python.
+    """
+
+    def __init__(self, steps, setup: str | None = None, target: str | None = None, show_values: bool = False,
+                 seed: int = 0):
+        self._steps = _check_steps(steps)
+        if setup is not None and not isinstance(setup, str):
+            raise TypeError(f"setup must be a statement (str) or None, got {describe(setup)}")
+        self._setup = compile(setup, "<setup>", "exec") if setup else None
+        if target is not None and not (isinstance(target, str) and target.isidentifier()):
+            raise TypeError(f"target must be a variable name (str) or None, got {describe(target)}")
+        self._fixed_target = target
+        self.show_values = require_bool(show_values, "show_values")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {describe(seed)}")
+        self._seed = seed
+        self._widget = None
+        self.last_update_seconds: float | None = None
+        self._restart()
+        self._snapshot()
+
+    # -- running -------------------------------------------------------------------------------------
+
+    def _restart(self) -> None:
+        self.namespace: dict = {"torch": torch}
+        self.position = 0  # how many steps have run
+        self.error: str | None = None
+        self._followed: str | None = None
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self._seed)
+            if self._setup is not None:
+                exec(self._setup, self.namespace)  # noqa: S102 - the course's own statements
+            self._rng = torch.get_rng_state()
+
+    def _run_next(self) -> None:
+        label, statement, code = self._steps[self.position]
+        self.error = None
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._rng)
+            try:
+                exec(code, self.namespace)  # noqa: S102
+            except Exception as error:  # noqa: BLE001 - a failing step (backward through a stale tensor) is a lesson
+                self.error = f"{type(error).__name__}: {_HINT.sub('', str(error)).strip()}"
+            self._rng = torch.get_rng_state()
+        self.position += 1
+        for name in _assigned_names(statement):
+            if isinstance(self.namespace.get(name), torch.Tensor):
+                self._followed = name
+
+    def _snapshot(self) -> None:
+        """Read the graph facts for the current position (the picture is drawn lazily)."""
+        self._figure = None
+        name = self.target
+        tensor = self.namespace.get(name) if name else None
+        if isinstance(tensor, torch.Tensor):
+            leaves = {
+                k: v for k, v in self.namespace.items()
+                if isinstance(v, torch.Tensor) and v.requires_grad and v.grad_fn is None and not k.startswith("_")
+            }
+            self.graph: Graph | None = autograd_graph(tensor, names=leaves or None)
+            self.hazards: list[Hazard] = inplace_hazards(tensor)
+        else:
+            self.graph, self.hazards = None, []
+
+    def _timed(self, action) -> None:
+        start = time.perf_counter()
+        action()
+        self._snapshot()
+        if self._widget is not None:
+            self._refresh_widget()
+        self.last_update_seconds = time.perf_counter() - start
+
+    def step_forward(self) -> bool:
+        """Run the next step. Returns False (and does nothing) when all steps have run."""
+        if self.position >= len(self._steps):
+            return False
+        self._timed(self._run_next)
+        return True
+
+    def step_back(self) -> bool:
+        """Go back one step by rerunning from scratch up to the previous one. False at the start."""
+        if self.position == 0:
+            return False
+        self.goto(self.position - 1)
+        return True
+
+    def goto(self, k: int) -> None:
+        """Rerun from scratch up to and including step ``k`` (0 = only the setup).
+
+        Raises:
+            TypeError: ``k`` is not an int.
+            ValueError: ``k`` is outside 0 … number of steps.
+        """
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"k must be an int, got {describe(k)}")
+        if not 0 <= k <= len(self._steps):
+            raise ValueError(f"k must be between 0 and {len(self._steps)}, got {k}")
+
+        def rerun():
+            self._restart()
+            while self.position < k:
+                self._run_next()
+
+        self._timed(rerun)
+
+    # -- what to show ---------------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[tuple[str, str], ...]:
+        return tuple((label, statement) for label, statement, _ in self._steps)
+
+    @property
+    def target(self) -> str | None:
+        """The variable whose graph is shown now."""
+        return self._fixed_target or self._followed
+
+    @property
+    def figure(self):
+        """The current picture (``draw_graph``), or None before any tensor exists."""
+        if self._figure is None and self.graph is not None:
+            from .graph_pictures import draw_graph
+
+            self._figure = draw_graph(self.graph, show_values=self.show_values)
+        return self._figure
+
+    def saved_rows(self) -> list[tuple[str, str, int | None, int | None, str]]:
+        """(node name, saved attribute, saved version, current version, state) for every saved tensor.
+
+        ``state`` is ``"ok"``, ``"stale"`` (changed in place since saved), ``"freed"`` (backward already
+        ran through it), ``"hooked"`` (packed by a saved-tensor hook) or ``"unknown"``.
+        """
+        if self.graph is None:
+            return []
+        rows = []
+        for node in self.graph.nodes:
+            for s in node.saved:
+                if s.stale:
+                    state = "stale"
+                elif s.freed:
+                    state = "freed"
+                elif s.hooked:
+                    state = "hooked"
+                elif s.saved_version is None:
+                    state = "unknown"
+                else:
+                    state = "ok"
+                rows.append((node.name, s.attribute, s.saved_version, s.current_version, state))
+        return rows
+
+    @property
+    def summary(self) -> str:
+        """One line: the step, the statement, the graph followed, every saved tensor's versions, hazards."""
+        if self.position == 0:
+            head = f"Step 0/{len(self._steps)}: nothing run yet"
+        else:
+            label, statement, _ = self._steps[self.position - 1]
+            head = f"Step {self.position}/{len(self._steps)} ({label}): {statement}"
+        parts = [head]
+        if self.error:
+            parts.append(f"raised {self.error}")
+        if self.graph is None:
+            parts.append("no tensor to show yet")
+        else:
+            g = self.graph
+            parts.append(f"graph of {self.target}: {g.total_nodes} node{'s' if g.total_nodes != 1 else ''}")
+            rows = self.saved_rows()
+            if rows:
+                parts.append("saved: " + ", ".join(
+                    f"{n}.{a} v{sv} (now v{cv}){' ⚠ stale' if state == 'stale' else ''}" if sv is not None
+                    else f"{n}.{a} ({state})"
+                    for n, a, sv, cv, state in rows
+                ))
+            if self.hazards:
+                parts.append("⚠ " + "; ".join(
+                    f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would fail"
+                    for h in self.hazards
+                ))
+            else:
+                parts.append("no hazards")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"GraphStepper({self.summary})"
+
+    # -- widget ---------------------------------------------------------------------------------------
+
+    def render_svg(self) -> bytes:
+        """The current picture as SVG bytes, text kept as text (several times faster than outlines)."""
+        figure = self.figure
+        if figure is None:
+            return b""
+        import matplotlib
+
+        buffer = io.BytesIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "graph-stepper"}):
+            figure.savefig(buffer, format="svg")
+        return buffer.getvalue()
+
+    def _table_html(self) -> str:
+        import html
+
+        label = "setup" if self.position == 0 else self._steps[self.position - 1][0]
+        statement = "" if self.position == 0 else self._steps[self.position - 1][1]
+        out = [
+            f"<div style='font-family:monospace'><b>Step {self.position}/{len(self._steps)}</b> "
+            f"{html.escape(label)}: <code>{html.escape(statement)}</code></div>"
+        ]
+        if self.error:
+            out.append(f"<div style='color:#b00000;font-family:monospace'>{html.escape(self.error)}</div>")
+        rows = self.saved_rows()
+        if rows:
+            cells = "".join(
+                f"<tr><td>{html.escape(n)}</td><td>{html.escape(a)}</td><td>{'' if sv is None else f'v{sv}'}</td>"
+                f"<td>{'' if cv is None else f'v{cv}'}</td><td>{'⚠ stale' if state == 'stale' else state}</td></tr>"
+                for n, a, sv, cv, state in rows
+            )
+            out.append(
+                "<table style='font-family:monospace'><tr><th>node</th><th>saved</th><th>saved at</th>"
+                f"<th>now</th><th></th></tr>{cells}</table>"
+            )
+        for h in self.hazards:
+            out.append(f"<div style='color:#b00000'>⚠ {html.escape(h.explanation)}</div>")
+        return "".join(out)
+
+    @property
+    def widget(self):
+        """The ipywidgets view: Back / Next buttons, the picture, the saved-tensor table."""
+        if self._widget is None:
+            import ipywidgets as widgets
+
+            back = widgets.Button(description="◀ Back", tooltip="rerun from scratch up to the previous step")
+            forward = widgets.Button(description="Next ▶", tooltip="run the next step")
+            image = widgets.Image(format="svg+xml")
+            info = widgets.HTML()
+            back.on_click(lambda _: self.step_back())
+            forward.on_click(lambda _: self.step_forward())
+            self._parts = (back, forward, image, info)
+            self._widget = widgets.VBox([widgets.HBox([back, forward]), info, image])
+            self._refresh_widget()
+        return self._widget
+
+    def _refresh_widget(self) -> None:
+        back, forward, image, info = self._parts
+        back.disabled = self.position == 0
+        forward.disabled = self.position >= len(self._steps)
+        image.value = self.render_svg()
+        info.value = self._table_html()
+
+    def _ipython_display_(self) -> None:
+        # The widget, with the summary as its plain-text form: nbval and text-only frontends see the
+        # step, the versions and the hazards instead of a repr of widget objects.
+        from IPython.display import display
+
+        bundle = self.widget._repr_mimebundle_()
+        bundle["text/plain"] = self.summary
+        display(bundle, raw=True)
