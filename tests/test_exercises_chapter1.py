@@ -5,21 +5,9 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib.exercises.chapter1 import PREDICT_STRIDES_EXPRESSION, predict_strides_result
+from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ("ch1.predict_strides", "ch1.element_address", "ch1.sliding_window")
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-    return feedback
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
 
 
 def test_chapter1_exercises_are_registered():

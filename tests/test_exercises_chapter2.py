@@ -6,21 +6,9 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib.exercises.chapter2 import PREDICT_EXPRESSIONS, predict_truth
+from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ("ch2.make_view", "ch2.predict_view_or_copy", "ch2.inplace_update")
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-    return feedback
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
 
 
 def test_chapter2_exercises_are_registered():

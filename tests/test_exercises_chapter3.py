@@ -7,18 +7,7 @@ import torch
 from torch import nn
 
 import tutorial_lib as tl
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
+from exercise_asserts import assert_correct, assert_wrong
 
 
 IDS = ["ch3.count_nodes", "ch3.chain_rule", "ch3.freeze", "ch3.inference"]

@@ -4,22 +4,11 @@ import pytest
 import torch
 
 import tutorial_lib as tl
+from exercise_asserts import assert_correct, assert_wrong
 
 
 def status_of(exercise_id, answer):
     return tl.check(exercise_id, answer)
-
-
-def assert_correct(exercise_id, answer):
-    feedback = status_of(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = status_of(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
 
 
 def test_chapter4_exercises_are_registered():

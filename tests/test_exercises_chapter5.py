@@ -12,21 +12,10 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib.exercises import chapter5
+from exercise_asserts import assert_correct, assert_wrong
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
 IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit")
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
 
 
 def test_chapter5_exercises_are_registered():

@@ -5,20 +5,9 @@ import torch
 from torch import nn
 
 import tutorial_lib as tl
+from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ["ch6.predict_bytes", "ch6.adam_state_bytes", "ch6.reduce_peak"]
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
 
 
 def test_chapter6_exercises_are_registered():

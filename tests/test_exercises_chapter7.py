@@ -11,18 +11,7 @@ from torch import nn
 import tutorial_lib as tl
 from tutorial_lib import workers
 from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
-
-
-def assert_correct(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "correct", str(feedback)
-
-
-def assert_wrong(exercise_id, answer):
-    feedback = tl.check(exercise_id, answer)
-    assert feedback.status == "wrong", str(feedback)
-    assert feedback.hint.strip(), str(feedback)
-    return feedback
+from exercise_asserts import assert_correct, assert_wrong
 
 
 def test_chapter7_exercises_are_registered():

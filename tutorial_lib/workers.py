@@ -120,6 +120,7 @@ def ddp_replica(rank: int, world_size: int, init_file: str, report: torch.Tensor
         dist.barrier()
         report[rank, 3] = flat_parameters(model)
         report[rank, 4, 0] = float(all(p.is_shared() for p in model.parameters()))
+        dist.barrier()  # nobody tears the group down while a peer may still be talking to it
     finally:
         dist.destroy_process_group()
 
