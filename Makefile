@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Jupyter refuses to start as root unless told (containers and CI images often run as root).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	cd notebooks && ../$(BIN)/jupyter lab 00_start_here.ipynb
+	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) 00_start_here.ipynb
 
 test: setup
 	$(BIN)/python -m pytest
