@@ -22,16 +22,7 @@ from tutorial_lib.layout_explorers import (  # noqa: E402
     stride_explorer,
     view_copy_explorer,
 )
-
-
-def truth_map(t):
-    """{storage index: (row-major positions)} for every element of t, computed by torch."""
-    numel = t.untyped_storage().nbytes() // t.element_size()
-    indices = torch.arange(numel).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).tolist()
-    found = {}
-    for position, index in enumerate(indices):
-        found.setdefault(index, []).append(position)
-    return {index: tuple(positions) for index, positions in found.items()}
+from ground_truth import truth_map  # noqa: E402
 
 
 def set_layout(explorer, shape, stride, offset=0):

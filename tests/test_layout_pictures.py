@@ -29,16 +29,7 @@ from tutorial_lib.layout_pictures import (  # noqa: E402
     picture_svg,
     storage_values_text,
 )
-
-
-def truth_map(t):
-    """{storage index: [row-major positions]} for every element of t, computed by torch itself."""
-    numel = t.untyped_storage().nbytes() // t.element_size()
-    indices = torch.arange(numel).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).tolist()
-    found = {}
-    for position, index in enumerate(indices):
-        found.setdefault(index, []).append(position)
-    return {index: tuple(positions) for index, positions in found.items()}
+from ground_truth import truth_map  # noqa: E402
 
 
 def artists_by_gid(fig):

@@ -38,3 +38,14 @@ def require_positive_int(value, name: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
     return value
+
+
+def require_axes(ax, name: str = "ax"):
+    """Return ``ax`` if it is None or a matplotlib Axes, else raise TypeError naming ``name``."""
+    if ax is None:
+        return None
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
+    return ax

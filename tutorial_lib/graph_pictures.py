@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._checks import describe, require_bool, require_positive_int
+from ._checks import describe, require_axes, require_bool, require_positive_int
 from .graph import Graph, autograd_graph, inplace_hazards
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
 
@@ -646,14 +646,7 @@ _LEGEND_GROUPS = " · stacked box: collapsed group"
 _LEGEND_HAZARD = " · red dashed border + ⚠: a saved tensor changed in place (backward() would fail)"
 
 
-def _check_ax(ax):
-    if ax is None:
-        return None
-    from matplotlib.axes import Axes
-
-    if not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {describe(ax)}")
-    return ax
+_check_ax = require_axes
 
 
 def draw_graph(

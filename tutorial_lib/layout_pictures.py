@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from ._checks import describe, require_bool, require_positive_int, require_tensor
+from ._checks import describe, require_axes, require_bool, require_positive_int, require_tensor
 from .storage import Layout, layout, same_storage, shares_memory
 
 #: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
@@ -1043,14 +1043,7 @@ def _png_bytes(fig, dpi: float = 100.0) -> bytes:
     return buffer.getvalue()
 
 
-def _check_ax(ax):
-    if ax is None:
-        return None
-    from matplotlib.axes import Axes
-
-    if not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {describe(ax)}")
-    return ax
+_check_ax = require_axes
 
 
 def _attach(fig, picture: LayoutPicture):
