@@ -157,7 +157,28 @@ def _bundle(explorer, **kwargs) -> dict:
     return data
 
 
-class StrideExplorer:
+class _Explorer:
+    """What both explorers share: ``.figure`` (their current picture in one reused matplotlib figure, None when
+    the setting is invalid) and their Jupyter display."""
+
+    picture = None
+    _figure = None
+
+    @property
+    def figure(self):
+        if self.picture is None:
+            return None
+        if self._figure is None:
+            from matplotlib.figure import Figure
+
+            self._figure = Figure()
+        return redraw_layout(self._figure, self.picture)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return _bundle(self, **kwargs)
+
+
+class StrideExplorer(_Explorer):
     """Shape, stride, offset and dtype over a fixed ``torch.arange`` storage, with the layout live.
 
     Widgets: ``shape`` and ``stride`` (text such as ``3, 4``), ``offset`` (int), ``dtype`` (dropdown),
@@ -306,22 +327,9 @@ class StrideExplorer:
             "<th>storage index</th><th>byte offset</th></tr>" + rows + "</table>" + more
         )
 
-    @property
-    def figure(self):
-        """The current picture drawn with matplotlib (one figure, reused), or None when invalid."""
-        if self.picture is None:
-            return None
-        if self._figure is None:
-            from matplotlib.figure import Figure
-
-            self._figure = Figure()
-        return redraw_layout(self._figure, self.picture)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return _bundle(self, **kwargs)
 
 
-class ViewCopyExplorer:
+class ViewCopyExplorer(_Explorer):
     """Pick an operation on ``x``; see whether it views or copies, what it allocates, and the layouts.
 
     Widgets: ``operation`` (dropdown of expressions in ``x``), ``verdict`` (view or copy, bytes, shares
@@ -426,19 +434,6 @@ class ViewCopyExplorer:
         self.verdict.value = ""
         self.after_view.value = ""
 
-    @property
-    def figure(self):
-        """The 'after' picture drawn with matplotlib (one figure, reused), or None when the op failed."""
-        if self.picture is None:
-            return None
-        if self._figure is None:
-            from matplotlib.figure import Figure
-
-            self._figure = Figure()
-        return redraw_layout(self._figure, self.picture)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return _bundle(self, **kwargs)
 
 
 def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:
