@@ -1,6 +1,7 @@
 """Restart & Run All for the course notebooks, then strip what would make stored outputs noisy.
 
-Used by `make notebooks` after editing a notebook: each notebook runs top to bottom in a fresh kernel
+Used by `make notebooks` after editing a notebook: the first code cell is made the Colab setup cell
+(see setup_cell.py), then each notebook runs top to bottom in a fresh kernel
 from this environment (execution counts 1..n), and per-cell timing metadata is dropped so a diff shows
 only real changes. nbval (`make test`) then proves the stored outputs are what the code produces.
 """
@@ -11,11 +12,14 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from setup_cell import ensure_setup_cell
+
 KEEP_CELL_METADATA = {"tags", "collapsed", "jupyter", "editable", "deletable"}
 
 
 def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
+    ensure_setup_cell(notebook)
     client = NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     for cell in notebook.cells:

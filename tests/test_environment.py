@@ -111,3 +111,52 @@ def test_public_api_is_exported():
                  "inplace_hazards", "view_or_copy"):
         assert callable(getattr(tutorial_lib, name)), name
     assert set(tutorial_lib.__all__) <= set(dir(tutorial_lib))
+
+
+def load_setup_cell_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("setup_cell", ROOT / ".ci" / "setup_cell.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_notebook_starts_with_the_colab_setup_cell():
+    import nbformat
+
+    setup_cell = load_setup_cell_module()
+    expected = setup_cell.setup_source()
+    assert pyproject()["project"]["urls"]["Source"] in expected
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        notebook = nbformat.read(path, as_version=4)
+        first = next(cell for cell in notebook.cells if cell.cell_type == "code")
+        assert first.source == expected, f"{path.name}: first code cell is not the setup cell (run make notebooks)"
+        assert "setup" in first.metadata.get("tags", []), path.name
+        assert first.outputs == [], f"{path.name}: the setup cell must print nothing in the course environment"
+
+
+def test_setup_cell_installs_only_when_tutorial_lib_is_missing():
+    """Run the cell's code with a recording get_ipython: here it must do nothing; without the library, one pip call."""
+    setup_cell = load_setup_cell_module()
+    calls = []
+
+    class FakeShell:
+        def run_line_magic(self, name, line):
+            calls.append((name, line))
+
+    code = setup_cell.setup_source()
+    exec(compile(code, "setup", "exec"), {"get_ipython": FakeShell})
+    assert calls == []
+
+    import importlib.util
+
+    real = importlib.util.find_spec
+    importlib.util.find_spec = lambda name, *a: None if name == "tutorial_lib" else real(name, *a)
+    try:
+        exec(compile(code, "setup", "exec"), {"get_ipython": FakeShell})
+    finally:
+        importlib.util.find_spec = real
+    assert calls == [("pip", "install --quiet --no-deps git+" + pyproject()["project"]["urls"]["Source"])]

@@ -351,9 +351,14 @@ def test_report_is_marked_unfinished_inside_the_block():
 
 def test_format_bytes():
     assert format_bytes(400_000_000) == "400,000,000 B (381.47 MiB)"
-    assert format_bytes(0) == "0 B (0.00 MiB)"
+    assert format_bytes(0) == "0 B"
+    assert format_bytes(1023) == "1,023 B"
+    assert format_bytes(4096) == "4,096 B (4.00 KiB)"
     assert format_bytes(2**20) == "1,048,576 B (1.00 MiB)"
-    assert format_bytes(-512) == "-512 B (-0.00 MiB)"
+    assert format_bytes(2**20 - 1) == "1,048,575 B (1024.00 KiB)"
+    assert format_bytes(3 * 2**30) == "3,221,225,472 B (3.00 GiB)"
+    assert format_bytes(-512) == "-512 B"
+    assert format_bytes(-4096) == "-4,096 B (-4.00 KiB)"
 
 
 @pytest.mark.parametrize("value", [400e6, "400", None, True, torch.tensor(4)], ids=repr)

@@ -34,8 +34,8 @@ def test_timeline_lines_are_the_measured_bytes():
         assert list(line.get_ydata()) == pytest.approx(expected)
         assert max(line.get_ydata()) == pytest.approx(report.peak / MiB)
     assert lines[0].get_linestyle() != lines[1].get_linestyle()  # not colour alone
-    assert fig.summary.startswith("out-of-place: 3 ops, peak 0.50 MiB")
-    assert "in-place: 3 ops, peak 0.25 MiB" in fig.summary
+    assert fig.summary.startswith("out-of-place: 3 ops, peak 524,288 B (512.00 KiB)")
+    assert "in-place: 3 ops, peak 262,148 B (256.00 KiB), leaves 4 B allocated" in fig.summary
     plt.close(fig)
 
 
@@ -81,3 +81,13 @@ def test_op_table_html_and_text_agree_with_the_report():
         op_table(report, x=x)
     with pytest.raises(TypeError, match="expressions"):
         op_table("x.t()", x=x)
+
+
+def test_summary_says_op_in_the_singular_for_one_op():
+    x = torch.ones(1000)
+    with tl.measure_memory() as one:
+        y = x.neg()
+    del y
+    assert tl.memory_pictures.memory_timeline_summary([one], ["neg"]) == (
+        "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated"
+    )

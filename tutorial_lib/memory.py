@@ -27,10 +27,17 @@ MiB = 1024 * 1024
 
 
 def format_bytes(n: int) -> str:
-    """``400000000`` -> ``'400,000,000 B (381.47 MiB)'``."""
+    """Exact bytes, then the size in the largest binary unit that keeps it at least 1.
+
+    ``400000000`` -> ``'400,000,000 B (381.47 MiB)'``, ``4096`` -> ``'4,096 B (4.00 KiB)'``, ``512`` -> ``'512 B'``.
+    """
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"n must be an int number of bytes, got {describe(n)}")
-    return f"{n:,} B ({n / MiB:.2f} MiB)"
+    exact = f"{n:,} B"
+    for name, size in (("GiB", 2**30), ("MiB", MiB), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{exact} ({n / size:.2f} {name})"
+    return exact
 
 
 class MemoryReport:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .memory import MemoryReport, MiB
+from .memory import MemoryReport, MiB, format_bytes
 
 _STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
 
@@ -11,9 +11,10 @@ def memory_timeline_summary(reports, labels) -> str:
     """One line per report: its peak and what it leaves allocated, with the number of ops."""
     parts = []
     for label, report in zip(labels, reports):
+        ops = len(report.timeline)
         parts.append(
-            f"{label}: {len(report.timeline)} ops, peak {report.peak / MiB:.2f} MiB, "
-            f"leaves {report.allocated / MiB:.2f} MiB allocated"
+            f"{label}: {ops} op{'' if ops == 1 else 's'}, peak {format_bytes(report.peak)}, "
+            f"leaves {format_bytes(report.allocated)} allocated"
         )
     return "; ".join(parts)
 
