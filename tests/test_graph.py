@@ -898,4 +898,13 @@ def test_hazard_explanation_names_node_and_versions():
     assert hazard.node in text
     assert re.search(rf"\bversion {saved_at}\b", text) and re.search(rf"\bversion {now}\b", text), text
     assert str(hazard) == text
+    assert f"a float32 tensor of shape {tuple(y.shape)}" in text  # Python's own spelling: (3,)
     assert versions_in(backward_error(s)) == (now, saved_at)
+
+
+def test_hazard_explanation_calls_a_zero_dim_tensor_a_scalar():
+    x = torch.tensor(2.0, requires_grad=True, dtype=torch.float64)
+    e = x.exp()
+    e.add_(1)
+    (hazard,) = inplace_hazards(e * 1)
+    assert "(a float64 scalar)" in hazard.explanation

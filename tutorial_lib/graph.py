@@ -475,10 +475,10 @@ def inplace_hazards(t) -> list[Hazard]:
             if not saved.stale:
                 continue
             what = _describe_saved(node, saved)
-            shape = "×".join(str(s) for s in saved.shape) if saved.shape else "scalar"
             dtype = str(saved.dtype).removeprefix("torch.") if saved.dtype else "tensor"
+            kind = f"a {dtype} scalar" if saved.shape == () else f"a {dtype} tensor of shape {tuple(saved.shape)}"
             explanation = (
-                f"{node.name} saved {what} (a {dtype} tensor of shape {shape}) at version "
+                f"{node.name} saved {what} ({kind}) at version "
                 f"{saved.saved_version} to compute gradients; an in-place operation has since changed it "
                 f"to version {saved.current_version}, so backward() would raise 'modified by an inplace "
                 f"operation'."

@@ -171,7 +171,7 @@ class OpRow:
 
     expression: str
     aten_ops: tuple[str, ...]
-    verdict: str  # "view", "copy" or "in-place"
+    verdict: str  # "view", "copy", "in-place" or "same tensor" (the input object itself came back)
     new_bytes: int  # fresh storage the result holds
     total_new_bytes: int  # everything allocated while it ran, temporaries (index tensors, masks) included
     shares_memory: bool
@@ -231,8 +231,10 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
         **tensors: the tensors (or numpy arrays) the expressions name, e.g. ``x=torch.arange(6.)``.
 
     Returns:
-        An ``OpReport``: one ``OpRow`` per expression (operation, view or copy, bytes allocated, shares
-        memory with the input, the aten ops that ran).
+        An ``OpReport``: one ``OpRow`` per expression (operation, verdict, bytes allocated, shares
+        memory with the input, the aten ops that ran). The verdict is "view", "copy", "in-place" (an input
+        was written), or "same tensor" when the expression handed back the input object itself, as
+        ``x.contiguous()`` does for contiguous ``x``.
 
     Raises:
         TypeError: ``expressions`` is not a list of strings or a dict of callables, or a named value is
@@ -283,7 +285,9 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
             for o in outputs
             if isinstance(o, torch.Tensor) and _storage_key(o) not in source_keys
         }
-        verdict = "in-place" if wrote else ("view" if aliases else "copy")
+        # x.contiguous() on contiguous x, x.to(x.dtype): the very object, not even a new view of it.
+        same = any(o is v for o in _first_tensors(result) for v in inputs.values())
+        verdict = "in-place" if wrote else ("same tensor" if same else ("view" if aliases else "copy"))
         rows.append(
             OpRow(
                 expression=label,
