@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import time
 import warnings
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -729,14 +728,11 @@ def test_long_chain_is_truncated_but_counted():
     for _ in range(CHAIN):
         y = y * 1.0001
     fns, _, _ = torch_walk(y)
-    start = time.perf_counter()
     graph = autograd_graph(y)
-    elapsed = time.perf_counter() - start
     assert graph.truncated and len(graph.nodes) == DEFAULT_MAX_NODES
     assert graph.total_nodes == len(fns) == CHAIN + 2  # the output, 10,000 MulBackward0, one AccumulateGrad
     assert all(a < DEFAULT_MAX_NODES and b < DEFAULT_MAX_NODES for a, b in graph.edges)
     assert len(graph.edges) == DEFAULT_MAX_NODES - 1
-    assert elapsed < 3, elapsed
     assert len(repr(graph)) < 300 and str(CHAIN + 2) in repr(graph)
 
 
@@ -747,12 +743,9 @@ def test_hazard_at_the_far_end_of_a_long_chain():
     for _ in range(CHAIN):
         y = y + 1
     e.add_(1)
-    start = time.perf_counter()
     hazards = inplace_hazards(y)
-    elapsed = time.perf_counter() - start
     assert [(h.node, h.saved_version, h.current_version) for h in hazards] == [("ExpBackward0", 0, e._version)]
     assert hazards[0].node_id > DEFAULT_MAX_NODES  # beyond what autograd_graph shows by default
-    assert elapsed < 5, elapsed
     assert versions_in(backward_error(y)) == (e._version, 0)
 
 

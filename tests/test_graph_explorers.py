@@ -6,8 +6,6 @@ torch's ``backward()`` raising; the widget is driven by clicking its buttons.
 
 from __future__ import annotations
 
-import statistics
-import time
 
 import matplotlib
 
@@ -19,6 +17,7 @@ from matplotlib.text import Text  # noqa: E402
 
 from tutorial_lib import inplace_hazards  # noqa: E402
 from tutorial_lib.graph_explorers import GraphStepper  # noqa: E402
+from test_graph_pictures import svg_texts  # noqa: E402
 
 STEPS = [
     ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
@@ -136,6 +135,8 @@ def test_render_svg_keeps_text_as_text():
     stepper.goto(3)
     svg = stepper.render_svg().decode()
     assert "ExpBackward0" in svg and "saved: result v0 (now v1)" in svg
+    texts = sorted((t.get_gid(), t.get_text()) for t in stepper.figure.findobj(Text) if t.get_text())
+    assert svg_texts(svg) == texts  # the widget shows exactly what the figure draws
 
 
 @pytest.mark.parametrize(
@@ -164,18 +165,13 @@ def test_goto_checks_its_argument():
         stepper.goto("2")
 
 
-def test_one_update_takes_at_most_50_ms_median():
-    # An update: run one step, snapshot the graph and its hazards, draw, render the SVG the widget shows.
-    # CPU time, so that a busy test machine does not decide the result.
+def test_one_update_redraws_the_picture_for_every_step():
+    # How long an update takes is measured in benchmarks/bench_explorers.py, never asserted here.
     stepper = GraphStepper(STEPS)
-    stepper.goto(5)
-    stepper.render_svg()  # warm-up: fonts
-    times = []
-    for _ in range(3):
-        stepper.goto(0)
-        for _ in STEPS:
-            start = time.process_time()
-            stepper.step_forward()
-            stepper.render_svg()
-            times.append(time.process_time() - start)
-    assert statistics.median(times) <= 0.050
+    pictures = []
+    for _ in STEPS:
+        stepper.step_forward()
+        pictures.append(stepper.render_svg())
+    assert all(pictures) and len(set(pictures)) == len(pictures)  # every step changes what is shown
+    stepper.goto(len(STEPS))
+    assert stepper.render_svg() == pictures[-1]  # and the same state draws the same picture

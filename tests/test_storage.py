@@ -1,7 +1,5 @@
 """storage.py against ground truth: torch's own as_strided indexing and data pointers, numpy.shares_memory."""
 
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -138,7 +136,6 @@ def test_zero_dim_and_expanded_tensors():
 
 
 def test_huge_tensors_are_summarised_not_materialised():
-    started = time.perf_counter()
     huge = torch.zeros(1).expand(10**8)
     lay = layout(huge)
     assert lay.indices_truncated and len(lay.element_indices) == 4096 and lay.numel == 10**8
@@ -147,7 +144,6 @@ def test_huge_tensors_are_summarised_not_materialised():
     meta = torch.empty(10**4, 10**4, device="meta")
     assert layout(meta).storage_nbytes == 4 * 10**8
     assert layout(meta.t()).has_internal_overlap is False
-    assert time.perf_counter() - started < 5
 
 
 def test_same_storage_against_pointers():

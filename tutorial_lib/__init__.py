@@ -7,7 +7,7 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
 from .graph_explorers import GraphStepper
-from .graph_pictures import ErrorReport, draw_graph, graph_layout, show_error
+from .graph_pictures import ErrorReport, draw_graph, graph_layout, graph_svg, show_error
 from .layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
 from .layout_pictures import draw_layout, layout_summary
 from .memory import MemoryReport, format_bytes, measure_memory
@@ -38,6 +38,7 @@ __all__ = [
     "ViewCopyExplorer",
     "autograd_graph",
     "draw_graph",
+    "graph_svg",
     "draw_layout",
     "draw_memory_timeline",
     "format_bytes",

@@ -476,7 +476,12 @@ def inplace_hazards(t) -> list[Hazard]:
                 continue
             what = _describe_saved(node, saved)
             dtype = str(saved.dtype).removeprefix("torch.") if saved.dtype else "tensor"
-            kind = f"a {dtype} scalar" if saved.shape == () else f"a {dtype} tensor of shape {tuple(saved.shape)}"
+            if saved.shape is None:  # not readable (e.g. on the meta device)
+                kind = f"a {dtype} tensor"
+            elif len(saved.shape) == 0:
+                kind = f"a {dtype} scalar"
+            else:
+                kind = f"a {dtype} tensor of shape {tuple(saved.shape)}"
             explanation = (
                 f"{node.name} saved {what} ({kind}) at version "
                 f"{saved.saved_version} to compute gradients; an in-place operation has since changed it "

@@ -278,16 +278,12 @@ class GraphStepper:
     # -- widget ---------------------------------------------------------------------------------------
 
     def render_svg(self) -> bytes:
-        """The current picture as SVG bytes, text kept as text (several times faster than outlines)."""
-        figure = self.figure
-        if figure is None:
+        """The current picture as SVG bytes, written directly (``graph_svg``): text stays text, no matplotlib."""
+        if self.graph is None:
             return b""
-        import matplotlib
+        from .graph_pictures import graph_svg
 
-        buffer = io.BytesIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "graph-stepper"}):
-            figure.savefig(buffer, format="svg")
-        return buffer.getvalue()
+        return graph_svg(self.graph, show_values=self.show_values).encode()
 
     def _table_html(self) -> str:
         import html

@@ -690,6 +690,49 @@ def draw_graph(
         ValueError: ``collapse`` is not one of ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model
             or without a tensor, ``names`` with a Graph, or ``max_nodes`` < 1.
     """
+    ax = _check_ax(ax)
+    picture = _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)
+    fig = _render(picture.scene, ax)
+    fig.summary = picture.summary
+    fig.graph_view = picture.view
+    fig.graph_layout = picture.layout
+    fig.graph_scene = picture.scene
+    return fig
+
+
+def graph_svg(
+    t_or_graph,
+    names: dict | None = None,
+    show_values: bool = False,
+    show_saved: bool = True,
+    collapse: str | None = None,
+    max_nodes: int = DEFAULT_DRAW_NODES,
+    model=None,
+) -> str:
+    """The picture ``draw_graph`` draws, written straight to an SVG document (a str), without matplotlib.
+
+    Same arguments as ``draw_graph`` (no ``ax``), same boxes, edges, texts and ids; the one-line
+    summary is the SVG's ``<title>``. Use it to save or embed a graph quickly: a 1,000-node graph takes
+    a fraction of a second, where ``savefig(format="svg")`` takes seconds. Display it in Jupyter with
+    ``IPython.display.SVG(tl.graph_svg(y))``.
+
+    Raises:
+        TypeError, ValueError: as ``draw_graph``.
+    """
+    picture = _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)
+    return scene_svg(picture.scene, picture.summary)
+
+
+@dataclass(frozen=True)
+class _Picture:
+    scene: GraphScene
+    summary: str
+    view: CollapsedGraph
+    layout: GraphLayout
+
+
+def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model) -> _Picture:
+    """Check the arguments, read the graph, choose what to draw, lay it out: everything but the drawing."""
     tensor = None
     if isinstance(t_or_graph, Graph):
         graph = t_or_graph
@@ -699,7 +742,6 @@ def draw_graph(
         tensor = t_or_graph
     else:
         raise TypeError(f"t_or_graph must be a torch.Tensor or a Graph, got {describe(t_or_graph)}")
-    ax = _check_ax(ax)
     require_bool(show_values, "show_values")
     require_bool(show_saved, "show_saved")
     require_positive_int(max_nodes, "max_nodes")
@@ -743,11 +785,8 @@ def draw_graph(
     if hidden_stale:
         messages.append(f"⚠ {hidden_stale} stale saved tensor{'s' if hidden_stale != 1 else ''} in nodes not drawn")
 
-    fig = _render(layout, boxes, view, cut, ax, messages, bool(view.groups), any(b.stale for b in boxes.values()))
-    fig.summary = summary
-    fig.graph_view = view
-    fig.graph_layout = layout
-    return fig
+    scene = _scene(layout, boxes, cut, messages, bool(view.groups), any(b.stale for b in boxes.values()))
+    return _Picture(scene, summary, view, layout)
 
 
 def _restricted(view: CollapsedGraph, items) -> CollapsedGraph:
@@ -776,18 +815,61 @@ def _rounded(left: float, bottom: float, width: float, height: float, radius: fl
     return points
 
 
-def _render(layout: GraphLayout, boxes, view, cut, ax, messages, has_groups: bool, has_hazards: bool):
-    # Speed matters on big graphs (1,000 nodes in well under 2 s): boxes and edges are a few
-    # collections of plain polygons and polylines rather than one Patch each, and the texts share
-    # their font properties and one clip path instead of building fresh transforms per artist.
-    from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.figure import Figure
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.text import Text
-    from matplotlib.transforms import TransformedPatchPath
+@dataclass(frozen=True)
+class SceneText:
+    """One text of a scene: its top-left (``ha="left"``) or top-centre (``ha="center"``) point, in points."""
 
+    x: float
+    y: float
+    text: str
+    font: str  # "title", "plain", "warning" or "small"
+    gid: str
+    color: str = "black"
+    ha: str = "left"
+    zorder: int = 5
+
+
+@dataclass(frozen=True)
+class GraphScene:
+    """Everything a graph picture draws, as plain data in points at scale 1 (y up), for any renderer.
+
+    ``lines`` are polylines by style ("edge", "cut"), ``polygons`` filled shapes by kind ("arrowhead",
+    "shadow", "backward", "leaf", "output", "group", "hazard"), ``texts`` the labels. ``bounds`` is
+    (x0, x1, y0, y1), the region to show.
+    """
+
+    bounds: tuple[float, float, float, float]
+    lines: dict
+    polygons: dict
+    texts: tuple[SceneText, ...]
+
+    @property
+    def size(self) -> tuple[float, float]:
+        x0, x1, y0, y1 = self.bounds
+        return x1 - x0, y1 - y0
+
+
+# Drawing styles shared by both renderers; widths are in points at scale 1.
+_POLYGON_STYLES = {
+    "arrowhead": dict(face="#555555", edge="none", width=0.0, zorder=1),
+    "shadow": dict(face=_FILL["group"], edge="#333333", width=0.8, zorder=3),
+    "backward": dict(face=_FILL["backward"], edge="#333333", width=0.8, zorder=3),
+    "leaf": dict(face=_FILL["leaf"], edge="#333333", width=0.8, zorder=3),
+    "output": dict(face=_FILL["output"], edge="#333333", width=0.8, zorder=3),
+    "group": dict(face=_FILL["group"], edge="#333333", width=1.0, zorder=3),
+    "hazard": dict(face="none", edge="#d62728", width=2.4, zorder=4, dash=(4, 2)),
+}
+_LINE_STYLES = {
+    "edge": dict(color="#555555", width=0.8, gid="graph-edges"),
+    "cut": dict(color="#555555", width=0.8, gid="graph-cut-edges", dash=(1, 1.65)),
+}
+_FONT_SCALE = {"title": 1.0, "plain": 1.0, "warning": 1.0, "small": 0.9}
+
+
+def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, has_hazards: bool) -> GraphScene:
+    """Lay out the legend, messages, boxes, edges and texts of a picture (no drawing library involved)."""
     legend = _LEGEND + (_LEGEND_GROUPS if has_groups else "") + (_LEGEND_HAZARD if has_hazards else "")
-    small = 0.9 * FONT_SIZE
+    small = _FONT_SCALE["small"] * FONT_SIZE
     content_width = max(layout.width, 60 * CHAR_WIDTH * small)
     chars = max(30, int(content_width / (CHAR_WIDTH * small)))
     legend_lines = _wrap_list(legend.replace(" · ", ", "), chars, r"(?<=, )")
@@ -796,10 +878,78 @@ def _render(layout: GraphLayout, boxes, view, cut, ax, messages, has_groups: boo
     stub = LAYER_GAP * 0.6 if cut else 0.0  # dotted stubs under boxes whose children are not drawn
     bottom_band = stub + ((len(message_lines) * LINE_SPACING * small + PAD_Y * 2) if message_lines else 0.0)
     left = -(content_width - layout.width) / 2  # a graph narrower than the legend sits in the middle
-    x0, x1 = left - MARGIN, left + content_width + MARGIN
-    y0, y1 = -bottom_band - MARGIN, layout.height + top_band + MARGIN
-    width_pt, height_pt = x1 - x0, y1 - y0
+    bounds = (left - MARGIN, left + content_width + MARGIN, -bottom_band - MARGIN, layout.height + top_band + MARGIN)
 
+    texts: list[SceneText] = []
+    heads = []
+    for route in layout.edges:
+        (px, py), (qx, qy) = route.points[-2], route.points[-1]
+        length = max(math.hypot(qx - px, qy - py), 1e-9)
+        dx, dy = (qx - px) / length, (qy - py) / length
+        bx, by = qx - 6 * dx, qy - 6 * dy
+        heads.append([(qx, qy), (bx - 2.5 * dy, by + 2.5 * dx), (bx + 2.5 * dy, by - 2.5 * dx)])
+        if route.count > 1:  # x * x: two gradients flow along the same edge
+            (ax_, ay_), (bx_, by_) = route.points[0], route.points[1]
+            texts.append(SceneText((ax_ + bx_) / 2 + 3, (ay_ + by_) / 2 + 4, f"×{route.count}", "small",
+                                   "edge-count", "#333333", zorder=2))
+    lines = {"edge": [route.points for route in layout.edges]}
+    if cut:
+        lines["cut"] = [[(layout.position(i).x, layout.position(i).bottom),
+                         (layout.position(i).x, layout.position(i).bottom - stub)] for i in cut]
+
+    # Kinds differ in shape, not only colour: square (backward), rounded (leaf), double border
+    # (output), stacked (group); hazards add a dashed border.
+    polygons: dict[str, list] = {"arrowhead": heads, "shadow": [], "backward": [], "leaf": [], "output": [],
+                                 "group": [], "hazard": []}
+    line_h = LINE_SPACING * FONT_SIZE
+    for p in layout.nodes:
+        b = boxes[p.id]
+        if b.kind == "leaf":
+            polygons["leaf"].append(_rounded(p.left, p.bottom, p.width, p.height))
+        elif b.kind == "output":
+            polygons["output"].append(_rectangle(p.left, p.bottom, p.width, p.height))
+            polygons["output"].append(_rectangle(p.left + 2, p.bottom + 2, p.width - 4, p.height - 4))
+        elif b.kind == "group":
+            polygons["shadow"].append(_rectangle(p.left + 3, p.bottom - 3, p.width, p.height))
+            polygons["group"].append(_rectangle(p.left, p.bottom, p.width, p.height))
+        else:
+            polygons["backward"].append(_rectangle(p.left, p.bottom, p.width, p.height))
+        if b.stale:
+            polygons["hazard"].append(_rectangle(p.left - 3, p.bottom - 3, p.width + 6, p.height + 6))
+        top = p.top - PAD_Y
+        texts.append(SceneText(p.x, top, b.title, "title", f"label:{p.id}", ha="center"))
+        run: list[str] = []
+        start = 1
+        for k, (line, warning) in enumerate(b.lines + (("", True),), start=1):
+            if not warning:
+                run.append(line)
+                continue
+            if run:  # consecutive plain lines share one text: far fewer artists on big graphs
+                texts.append(SceneText(p.left + PAD_X, top - start * line_h, "\n".join(run), "plain", f"detail:{p.id}"))
+                run = []
+            if line:
+                texts.append(SceneText(p.left + PAD_X, top - k * line_h, line, "warning", f"warning:{p.id}", "#b00000"))
+            start = k + 1
+    texts.append(SceneText(left, layout.height + top_band - PAD_Y, "\n".join(legend_lines), "small", "legend",
+                           "#444444"))
+    if message_lines:
+        texts.append(SceneText(left, -stub - PAD_Y, "\n".join(message_lines), "small", "message", "#b00000"))
+    return GraphScene(bounds, lines, {k: v for k, v in polygons.items() if v}, tuple(texts))
+
+
+def _render(scene: GraphScene, ax):
+    """Draw a scene with matplotlib (on ``ax``, or a new Figure sized to the scene) and return the figure."""
+    # Speed matters on big graphs: boxes and edges are a few collections of plain polygons and
+    # polylines rather than one Patch each, and the texts share their font properties and one clip path
+    # instead of building fresh transforms per artist.
+    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.text import Text
+    from matplotlib.transforms import TransformedPatchPath
+
+    x0, x1, y0, y1 = scene.bounds
+    width_pt, height_pt = scene.size
     if ax is None:
         scale = min(1.0, MAX_FIGURE_INCHES[0] * 72 / width_pt, MAX_FIGURE_INCHES[1] * 72 / height_pt)
         fig = Figure(figsize=(width_pt * scale / 72, height_pt * scale / 72))
@@ -823,95 +973,100 @@ def _render(layout: GraphLayout, boxes, view, cut, ax, messages, has_groups: boo
         "title": FontProperties(family=FONT_FAMILY, weight="bold", size=fs),
         "plain": FontProperties(family=FONT_FAMILY, size=fs),
         "warning": FontProperties(family=WARNING_FAMILY, weight="bold", size=fs),
-        "small": FontProperties(family=FONT_FAMILY, size=0.9 * fs),
+        "small": FontProperties(family=FONT_FAMILY, size=_FONT_SCALE["small"] * fs),
     }
-
-    def text(x, y, s, font, gid, color="black", ha="left", zorder=5):
+    for style, polylines in scene.lines.items():
+        look = _LINE_STYLES[style]
+        collection = LineCollection(polylines, colors=look["color"], linewidths=look["width"] * lw, zorder=1,
+                                    linestyles=[(0, look["dash"])] if "dash" in look else "solid")
+        collection.set_gid(look["gid"])
+        ax.add_collection(collection, autolim=False)
+    for kind, shapes in scene.polygons.items():
+        look = _POLYGON_STYLES[kind]
+        collection = PolyCollection(shapes, facecolors=look["face"], edgecolors=look["edge"],
+                                    linewidths=look["width"] * lw, zorder=look["zorder"],
+                                    linestyles=[(0, look["dash"])] if "dash" in look else "solid")
+        collection.set_gid("graph-arrowheads" if kind == "arrowhead" else f"graph-boxes-{kind}")
+        ax.add_collection(collection, autolim=False)
+    for t in scene.texts:
         # Never clipped (the limits hold the whole drawing). Setting the shared clip path up front
         # only stops add_artist from building fresh transforms for every text.
-        artist = Text(x, y, s, color=color, ha=ha, va="top", fontproperties=fonts[font],
-                      linespacing=LINE_SPACING, zorder=zorder, gid=gid, clip_on=False)
+        artist = Text(t.x, t.y, t.text, color=t.color, ha=t.ha, va="top", fontproperties=fonts[t.font],
+                      linespacing=LINE_SPACING, zorder=t.zorder, gid=t.gid, clip_on=False)
         artist.set_clip_path(clip)
         ax.add_artist(artist)
-        return artist
-
-    # Edges first, under the boxes.
-    edges = LineCollection([route.points for route in layout.edges], colors="#555555", linewidths=0.8 * lw, zorder=1)
-    edges.set_gid("graph-edges")
-    ax.add_collection(edges, autolim=False)
-    heads = []
-    for route in layout.edges:
-        (px, py), (qx, qy) = route.points[-2], route.points[-1]
-        length = max(math.hypot(qx - px, qy - py), 1e-9)
-        dx, dy = (qx - px) / length, (qy - py) / length
-        bx, by = qx - 6 * dx, qy - 6 * dy
-        heads.append([(qx, qy), (bx - 2.5 * dy, by + 2.5 * dx), (bx + 2.5 * dy, by - 2.5 * dx)])
-    arrowheads = PolyCollection(heads, facecolors="#555555", edgecolors="none", zorder=1)
-    arrowheads.set_gid("graph-arrowheads")
-    ax.add_collection(arrowheads, autolim=False)
-    for route in layout.edges:
-        if route.count > 1:  # x * x: two gradients flow along the same edge
-            (px, py), (qx, qy) = route.points[0], route.points[1]
-            text((px + qx) / 2 + 3, (py + qy) / 2 + 4, f"×{route.count}", "small", "edge-count", "#333333", zorder=2)
-    if cut:
-        stubs = [[(layout.position(i).x, layout.position(i).bottom),
-                  (layout.position(i).x, layout.position(i).bottom - stub)] for i in cut]
-        cut_edges = LineCollection(stubs, colors="#555555", linewidths=0.8 * lw, linestyles="dotted", zorder=1)
-        cut_edges.set_gid("graph-cut-edges")
-        ax.add_collection(cut_edges, autolim=False)
-
-    # Kinds differ in shape, not only colour: square (backward), rounded (leaf), double border
-    # (output), stacked (group); hazards add a dashed border.
-    shapes: dict[str, list] = {"shadow": [], "backward": [], "leaf": [], "output": [], "group": [], "hazard": []}
-    for p in layout.nodes:
-        b = boxes[p.id]
-        if b.kind == "leaf":
-            shapes["leaf"].append(_rounded(p.left, p.bottom, p.width, p.height))
-        elif b.kind == "output":
-            shapes["output"].append(_rectangle(p.left, p.bottom, p.width, p.height))
-            shapes["output"].append(_rectangle(p.left + 2, p.bottom + 2, p.width - 4, p.height - 4))
-        elif b.kind == "group":
-            shapes["shadow"].append(_rectangle(p.left + 3, p.bottom - 3, p.width, p.height))
-            shapes["group"].append(_rectangle(p.left, p.bottom, p.width, p.height))
-        else:
-            shapes["backward"].append(_rectangle(p.left, p.bottom, p.width, p.height))
-        if b.stale:
-            shapes["hazard"].append(_rectangle(p.left - 3, p.bottom - 3, p.width + 6, p.height + 6))
-    styles = {
-        "shadow": dict(facecolors=_FILL["group"], edgecolors="#333333", linewidths=0.8 * lw),
-        "backward": dict(facecolors=_FILL["backward"], edgecolors="#333333", linewidths=0.8 * lw),
-        "leaf": dict(facecolors=_FILL["leaf"], edgecolors="#333333", linewidths=0.8 * lw),
-        "output": dict(facecolors=_FILL["output"], edgecolors="#333333", linewidths=0.8 * lw),
-        "group": dict(facecolors=_FILL["group"], edgecolors="#333333", linewidths=1.0 * lw),
-        "hazard": dict(facecolors="none", edgecolors="#d62728", linewidths=2.4 * lw, linestyles=[(0, (4, 2))]),
-    }
-    for kind, polygons in shapes.items():
-        if polygons:
-            collection = PolyCollection(polygons, zorder=4 if kind == "hazard" else 3, **styles[kind])
-            collection.set_gid(f"graph-boxes-{kind}")
-            ax.add_collection(collection, autolim=False)
-
-    line_h = LINE_SPACING * FONT_SIZE
-    for p in layout.nodes:
-        b = boxes[p.id]
-        top = p.top - PAD_Y
-        text(p.x, top, b.title, "title", f"label:{p.id}", ha="center")
-        run: list[str] = []
-        start = 1
-        for k, (line, warning) in enumerate(b.lines + (("", True),), start=1):
-            if not warning:
-                run.append(line)
-                continue
-            if run:  # consecutive plain lines share one Text: far fewer artists on big graphs
-                text(p.left + PAD_X, top - start * line_h, "\n".join(run), "plain", f"detail:{p.id}")
-                run = []
-            if line:
-                text(p.left + PAD_X, top - k * line_h, line, "warning", f"warning:{p.id}", "#b00000")
-            start = k + 1
-    text(left, layout.height + top_band - PAD_Y, "\n".join(legend_lines), "small", "legend", "#444444")
-    if message_lines:
-        text(left, -stub - PAD_Y, "\n".join(message_lines), "small", "message", "#b00000")
     return fig
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+_SVG_FONTS = {
+    "title": (", ".join(FONT_FAMILY), "bold"),
+    "plain": (", ".join(FONT_FAMILY), "normal"),
+    "warning": (", ".join(WARNING_FAMILY), "bold"),
+    "small": (", ".join(FONT_FAMILY), "normal"),
+}
+_ASCENT = 0.76  # DejaVu Sans (Mono)'s ascent in font sizes: from a text's top to its first baseline
+
+
+def _points(points, x0: float, y1: float) -> str:
+    return " ".join(f"{x - x0:.1f},{y1 - y:.1f}" for x, y in points)
+
+
+def scene_svg(scene: GraphScene, summary: str = "") -> str:
+    """Write a scene as a standalone SVG document, text kept as text; ``summary`` becomes its ``<title>``.
+
+    The same drawing as the matplotlib figure (same shapes, styles, texts and ids), written directly:
+    tens of times faster than ``savefig(format="svg")`` on big graphs. Figures larger than
+    ``MAX_FIGURE_INCHES`` are scaled down as ``draw_graph`` does.
+    """
+    if not isinstance(scene, GraphScene):
+        raise TypeError(f"scene must be a GraphScene, got {describe(scene)}")
+    if not isinstance(summary, str):
+        raise TypeError(f"summary must be a str, got {describe(summary)}")
+    x0, x1, y0, y1 = scene.bounds
+    width_pt, height_pt = scene.size
+    scale = min(1.0, MAX_FIGURE_INCHES[0] * 72 / width_pt, MAX_FIGURE_INCHES[1] * 72 / height_pt)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width_pt * scale:.1f}pt" height="{height_pt * scale:.1f}pt" '
+        f'viewBox="0 0 {width_pt:.1f} {height_pt:.1f}" role="img"><title>{_xml(summary)}</title>'
+        f'<rect width="100%" height="100%" fill="white"/>'
+    ]
+    layers = []  # (zorder, order, svg) so that stacking matches matplotlib's zorder
+    for style, polylines in scene.lines.items():
+        look = _LINE_STYLES[style]
+        dash = f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"' \
+            if "dash" in look else ""
+        body = "".join(f'<polyline points="{_points(line, x0, y1)}"/>' for line in polylines)
+        layers.append((1, len(layers), f'<g id="{look["gid"]}" fill="none" stroke="{look["color"]}" '
+                                       f'stroke-width="{look["width"]}"{dash}>{body}</g>'))
+    for kind, shapes in scene.polygons.items():
+        look = _POLYGON_STYLES[kind]
+        dash = f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"' \
+            if "dash" in look else ""
+        stroke = f' stroke="{look["edge"]}" stroke-width="{look["width"]}"' if look["edge"] != "none" else ""
+        gid = "graph-arrowheads" if kind == "arrowhead" else f"graph-boxes-{kind}"
+        body = "".join(f'<polygon points="{_points(shape, x0, y1)}"/>' for shape in shapes)
+        layers.append((look["zorder"], len(layers), f'<g id="{gid}" fill="{look["face"]}"{stroke}{dash}>{body}</g>'))
+    for t in scene.texts:
+        family, weight = _SVG_FONTS[t.font]
+        size = _FONT_SCALE[t.font] * FONT_SIZE
+        x, y = t.x - x0, y1 - t.y + _ASCENT * size
+        anchor = "middle" if t.ha == "center" else "start"
+        lines = t.text.split("\n")
+        spans = _xml(lines[0]) if len(lines) == 1 else "".join(
+            f'<tspan x="{x:.1f}" dy="{0 if i == 0 else LINE_SPACING * size:.2f}">{_xml(line)}</tspan>'
+            for i, line in enumerate(lines)
+        )
+        bold = ' font-weight="bold"' if weight == "bold" else ""
+        layers.append((t.zorder, len(layers),
+                       f'<text id="{_xml(t.gid)}" x="{x:.1f}" y="{y:.1f}" font-family="{family}" font-size="{size:.2f}"'
+                       f'{bold} fill="{t.color}" text-anchor="{anchor}" xml:space="preserve">{spans}</text>'))
+    out.extend(svg for _, _, svg in sorted(layers, key=lambda item: item[:2]))
+    out.append("</svg>")
+    return "".join(out)
 
 
 # ----------------------------------------------------------------------------------------------------
