@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lab test notebooks bench clean
+.PHONY: setup lab test notebooks html bench clean
 
 setup: $(STAMP)
 
@@ -29,9 +29,13 @@ test: setup
 notebooks: setup
 	$(BIN)/python .ci/execute_notebooks.py $(NB)
 
+# A static reading copy of the course in build/html (open build/html/index.html; works offline).
+html: setup
+	$(BIN)/python .ci/build_html.py build/html
+
 # Speed and memory figures, printed as tables (quoted in the README; never asserted in tests).
 bench: setup
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis build

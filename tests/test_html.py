@@ -1,0 +1,63 @@
+"""`make html`: the offline reading copy has every chapter, in order, and loads nothing from the network."""
+
+import html
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_builder():
+    spec = importlib.util.spec_from_file_location("build_html", ROOT / ".ci" / "build_html.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    builder = load_builder()
+    out = tmp_path_factory.mktemp("html")
+    return builder, out, builder.build(out)
+
+
+def test_index_lists_every_notebook_in_chapter_order(built):
+    _, out, pages = built
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert [p.name for p in pages] == ["index.html"] + [f"{n.stem}.html" for n in notebooks]
+    index = (out / "index.html").read_text()
+    links = re.findall(r'<li><a href="([^"]+)">([^<]+)</a>', index)
+    assert [href for href, _ in links] == [f"{n.stem}.html" for n in notebooks]
+    for (href, title), notebook in zip(links, notebooks):
+        first = nbformat.read(notebook, as_version=4).cells[0].source
+        assert f"# {html.unescape(title)}" in first
+        assert (out / href).is_file()
+
+
+def test_pages_load_nothing_from_the_network(built):
+    builder, _, pages = built
+    for page in pages:
+        text = page.read_text()
+        assert not builder.REMOTE.search(text), page.name
+        assert "require.min.js" not in text and "mathjax" not in text.lower(), page.name
+        assert builder.WIDGET not in text, page.name  # widgets show their text summary instead
+
+
+def test_links_between_notebooks_point_to_pages(built):
+    _, out, _ = built
+    start = (out / "00_start_here.html").read_text()
+    targets = set(re.findall(r'href="(\d\d_[A-Za-z0-9_]+\.html)"', start))
+    assert len(targets) >= 7 and all((out / t).is_file() for t in targets)
+    assert not re.search(r'href="\d\d_[A-Za-z0-9_]+\.ipynb', start)
+
+
+def test_math_becomes_images_and_code_is_left_alone():
+    builder = load_builder()
+    text = builder.render_math(r"Since $\frac{d}{du}\sin u = \cos u$, run `print('$5 and $6')`.")
+    assert text.count("<img") == 1 and 'alt="\\frac{d}{du}\\sin u = \\cos u"' in text
+    assert "`print('$5 and $6')`" in text
+    assert builder.math_image(r"\notacommand{", False).startswith("<code>")  # unparsable TeX stays readable
