@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lab test notebooks html bench clean
+.PHONY: setup lab test notebooks reset-exercises html bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,11 @@ test: setup
 # Restart & Run All on every notebook (or NB=notebooks/01_....ipynb), for maintainers after editing one.
 notebooks: setup
 	$(BIN)/python .ci/execute_notebooks.py $(NB)
+
+# Put every exercise cell (stub + check) back as committed; other cells, solutions and the library stay.
+# REF=<git revision> resets to another commit than HEAD.
+reset-exercises: setup
+	$(BIN)/python .ci/reset_exercises.py --ref $(or $(REF),HEAD)
 
 # A static reading copy of the course in build/html (open build/html/index.html; works offline).
 html: setup

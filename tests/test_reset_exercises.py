@@ -1,0 +1,79 @@
+"""`make reset-exercises`: exercise cells are tagged, and resetting restores exactly them."""
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def load_reset():
+    spec = importlib.util.spec_from_file_location("reset_exercises", ROOT / ".ci" / "reset_exercises.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != "00_start_here.ipynb"], ids=lambda p: p.stem[:2])
+def test_every_exercise_is_a_tagged_stub_and_check_pair(path):
+    reset = load_reset()
+    notebook = nbformat.read(path, as_version=4)
+    tagged = reset.exercise_cells(notebook)
+    checks = [c for c in notebook.cells if c.cell_type == "code" and "tl.check(" in c.source]
+    assert len(checks) >= 3 and len(tagged) == 2 * len(checks)
+    for stub, check in zip(tagged[::2], tagged[1::2]):
+        assert "tl.check(" in check.source and "tl.check(" not in stub.source
+        assert "..." in stub.source  # the untouched stub
+        shown = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in check.outputs)
+        assert "not attempted" in shown.lower()
+
+
+def git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_reset_restores_exercise_cells_and_nothing_else(tmp_path):
+    reset = load_reset()
+    source = next(p for p in NOTEBOOKS if p.name.startswith("01_"))
+    (tmp_path / "notebooks").mkdir()
+    copy = tmp_path / "notebooks" / source.name
+    committed = nbformat.read(source, as_version=4)
+    reset.tag_exercise_cells(committed)  # as `make notebooks` does
+    nbformat.write(committed, copy)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "course")
+
+    notebook = nbformat.read(copy, as_version=4)
+    stub, check = reset.exercise_cells(notebook)[:2]
+    stub.source = "answer = (3, 1)"
+    check.outputs = [nbformat.v4.new_output("stream", text="✅ correct")]
+    check.execution_count = 99
+    other = next(c for c in notebook.cells if c.cell_type == "code" and "exercise" not in c.metadata.get("tags", []))
+    other.source += "\n# a learner's note"
+    solution = next(c for c in notebook.cells if c.cell_type == "markdown" and "<details" in c.source)
+    solution.source += "\nmy own words"
+    nbformat.write(notebook, copy)
+
+    assert reset.reset(copy, "HEAD", tmp_path) == 2
+    after = nbformat.read(copy, as_version=4)
+    pristine = committed
+    assert [c.source for c in reset.exercise_cells(after)] == [c.source for c in reset.exercise_cells(pristine)]
+    assert [c.outputs for c in reset.exercise_cells(after)] == [c.outputs for c in reset.exercise_cells(pristine)]
+    assert any(c.source.endswith("# a learner's note") for c in after.cells)  # other cells kept
+    assert any(c.source.endswith("my own words") for c in after.cells)  # solutions untouched
+    assert reset.reset(copy, "HEAD", tmp_path) == 0  # nothing left to reset
+
+
+def test_reset_outside_git_says_why(tmp_path):
+    reset = load_reset()
+    (tmp_path / "notebooks").mkdir()
+    copy = tmp_path / "notebooks" / "x.ipynb"
+    shutil.copy(NOTEBOOKS[1], copy)
+    with pytest.raises(SystemExit, match="git checkout"):
+        reset.reset(copy, "HEAD", tmp_path)
