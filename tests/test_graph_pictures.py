@@ -821,3 +821,33 @@ def test_error_report_displays_text_then_figure_in_jupyter():
     assert first.data["text/plain"] == report.summary
     assert "is at version 1; expected version 0" in first.data["text/html"]
     assert "image/png" in second.data  # the figure, as its own output
+
+
+def test_figures_show_in_jupyter_without_pyplot():
+    # A bare Figure has no PNG formatter in IPython unless pyplot was imported: draw_graph gives it one.
+    z, names = seed_example()
+    fig = draw_graph(z, names=names)
+    png = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+
+
+def test_two_graphs_side_by_side_log_no_warning(caplog):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    fig = Figure(figsize=(8, 3))
+    left, right = fig.subplots(1, 2)
+    with caplog.at_level("WARNING"):
+        draw_graph((x.clone() * 2).sum(), ax=left)
+        draw_graph((x.detach() * 2).sum(), ax=right)
+        fig.savefig(__import__("io").BytesIO(), format="png")
+    assert caplog.records == []
+    # the clone's graph: output, Sum, Mul, Clone and x's leaf; the detached result has no graph at all
+    assert len(by_gid(fig, "label:")) == 5 + 1
+
+
+def test_summary_counts_saved_tensors_freed_by_backward():
+    z, names = seed_example()  # backward with retain_graph: nothing freed
+    assert "freed" not in draw_graph(z, names=names).summary
+    z.backward()
+    freed = sum(1 for n in autograd_graph(z).nodes for s in n.saved if s.freed)
+    assert freed == 6  # Mul saves two, Log one, Sin one, Mul two
+    assert "6 saved tensors already freed by backward()" in draw_graph(z, names=names).summary

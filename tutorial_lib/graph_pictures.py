@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._checks import describe, require_axes, require_bool, require_positive_int
+from ._figures import bare_figure
 from .graph import Graph, autograd_graph, inplace_hazards
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
 
@@ -623,6 +624,9 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         )
     else:
         parts.append("no saved tensor was changed in place")
+    freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
+    if freed:
+        parts.append(f"{freed} saved tensor{'s' if freed != 1 else ''} already freed by backward()")
     if show_values:
         shown = [n for n in graph.nodes if n.kind in ("leaf", "output")][:6]
         values = ", ".join(
@@ -943,7 +947,6 @@ def _render(scene: GraphScene, ax):
     # polylines rather than one Patch each, and the texts share their font properties and one clip path
     # instead of building fresh transforms per artist.
     from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.figure import Figure
     from matplotlib.font_manager import FontProperties
     from matplotlib.text import Text
     from matplotlib.transforms import TransformedPatchPath
@@ -952,8 +955,7 @@ def _render(scene: GraphScene, ax):
     width_pt, height_pt = scene.size
     if ax is None:
         scale = min(1.0, MAX_FIGURE_INCHES[0] * 72 / width_pt, MAX_FIGURE_INCHES[1] * 72 / height_pt)
-        fig = Figure(figsize=(width_pt * scale / 72, height_pt * scale / 72))
-        ax = fig.add_axes((0, 0, 1, 1))
+        fig, ax = bare_figure(width_pt * scale / 72, height_pt * scale / 72)
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
     else:
@@ -963,8 +965,9 @@ def _render(scene: GraphScene, ax):
         scale = min(bbox.width * fig_w * 72 / width_pt, bbox.height * fig_h * 72 / height_pt)
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
-        # Equal aspect keeps one data unit the same length across and down, so text fits its boxes.
-        ax.set_aspect("equal", adjustable="datalim")
+        # Equal aspect keeps one data unit the same length across and down, so text fits its boxes;
+        # the axes box shrinks to fit (adjusting the limits instead would log a warning).
+        ax.set_aspect("equal", adjustable="box")
     ax.set_axis_off()
     fs = FONT_SIZE * scale
     lw = max(0.4, scale)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import torch
 
 from ._checks import describe, require_axes, require_bool, require_positive_int, require_tensor
+from ._figures import bare_figure
 from .storage import Layout, layout, same_storage, shares_memory
 
 #: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
@@ -1034,15 +1034,6 @@ def picture_svg(picture: LayoutPicture) -> str:
     return canvas.finish()
 
 
-def _png_bytes(fig, dpi: float = 100.0) -> bytes:
-    """Render a figure to PNG bytes (savefig picks the Agg canvas itself; no pyplot involved)."""
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
-
-
 _check_ax = require_axes
 
 
@@ -1085,14 +1076,7 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     picture = layout_picture(*tensors, names=names, max_cells=max_cells, show_values=show_values)
     geometry = _geometry(picture)
     if ax is None:
-        from matplotlib.figure import Figure
-
-        # A bare Figure (no pyplot): nothing global is registered, so no too-many-figures warning and
-        # no second copy from the inline backend when a notebook cell returns it.
-        fig = Figure(figsize=((geometry.width + 0.6) * _CELL_IN, geometry.height * _ROW_IN))
-        ax = fig.add_axes((0, 0, 1, 1))
-        # Without pyplot, IPython knows no PNG formatter for a Figure: give this one its own.
-        fig._repr_png_ = partial(_png_bytes, fig)
+        fig, ax = bare_figure((geometry.width + 0.6) * _CELL_IN, geometry.height * _ROW_IN)
     else:
         fig = ax.get_figure(root=True)
     _render(_MatplotlibCanvas(ax, geometry), picture, geometry)

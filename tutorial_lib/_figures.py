@@ -1,0 +1,28 @@
+"""Figures made without pyplot, which still show once in Jupyter when a cell returns them."""
+
+from __future__ import annotations
+
+import io
+from functools import partial
+
+
+def png_bytes(fig, dpi: float = 100.0) -> bytes:
+    """Render a figure to PNG bytes (savefig picks the Agg canvas itself; no pyplot involved)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def bare_figure(width_inches: float, height_inches: float):
+    """A ``matplotlib.figure.Figure`` (not pyplot's) with one full-size axes, displayable on its own.
+
+    Nothing global is registered, so there is no too-many-figures warning and no second copy from the
+    inline backend when a notebook cell returns it. Without pyplot, IPython knows no PNG formatter for a
+    Figure, so this one carries its own ``_repr_png_``.
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_inches, height_inches))
+    ax = fig.add_axes((0, 0, 1, 1))
+    fig._repr_png_ = partial(png_bytes, fig)
+    return fig, ax
