@@ -287,7 +287,7 @@ def test_a_leaf_alone_and_a_tensor_without_graph():
     assert [t.get_text() for t in by_gid(fig, "label:")] == ["x"]
     assert fig.summary.startswith("Backward graph of x: 1 node (0 backward, 1 leaf), 0 edges")
     fig = draw_graph(torch.ones(2))
-    assert [t.get_text() for t in by_gid(fig, "label:")] == ["output 2"]
+    assert [t.get_text() for t in by_gid(fig, "label:")] == ["output (2,)"]
 
 
 def test_pictures_render_to_png_and_svg(tmp_path):

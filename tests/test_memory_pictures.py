@@ -91,3 +91,13 @@ def test_summary_says_op_in_the_singular_for_one_op():
     assert tl.memory_pictures.memory_timeline_summary([one], ["neg"]) == (
         "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated"
     )
+
+
+def test_timeline_is_a_bare_figure_that_shows_once():
+    # Not registered with pyplot (a cell returning it shows it once, no too-many-figures warning) and
+    # still displayable: it carries its own PNG formatter.
+    out_of_place, _ = measured_pair()
+    before = plt.get_fignums()
+    fig = draw_memory_timeline(out_of_place)
+    assert plt.get_fignums() == before
+    assert fig._repr_png_().startswith(b"\x89PNG")

@@ -49,3 +49,11 @@ def require_axes(ax, name: str = "ax"):
     if not isinstance(ax, Axes):
         raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
     return ax
+
+
+def shape_text(shape) -> str:
+    """A shape as Python spells it, ``(3,)`` or ``(2, 4)``; a 0-d shape is ``scalar``; unknown is ``?``."""
+    if shape is None:
+        return "?"
+    shape = tuple(shape)
+    return str(shape) if shape else "scalar"

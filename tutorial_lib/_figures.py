@@ -13,8 +13,11 @@ def png_bytes(fig, dpi: float = 100.0) -> bytes:
     return buffer.getvalue()
 
 
-def bare_figure(width_inches: float, height_inches: float):
-    """A ``matplotlib.figure.Figure`` (not pyplot's) with one full-size axes, displayable on its own.
+def bare_figure(width_inches: float, height_inches: float, full: bool = True):
+    """A ``matplotlib.figure.Figure`` (not pyplot's) with one axes, displayable on its own.
+
+    ``full``: the axes fills the figure (pictures drawn in points); otherwise it is an ordinary subplot
+    with room for tick labels and axis titles (charts).
 
     Nothing global is registered, so there is no too-many-figures warning and no second copy from the
     inline backend when a notebook cell returns it. Without pyplot, IPython knows no PNG formatter for a
@@ -23,6 +26,6 @@ def bare_figure(width_inches: float, height_inches: float):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width_inches, height_inches))
-    ax = fig.add_axes((0, 0, 1, 1))
+    ax = fig.add_axes((0, 0, 1, 1)) if full else fig.add_subplot()
     fig._repr_png_ = partial(png_bytes, fig)
     return fig, ax

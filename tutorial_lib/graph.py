@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import describe, require_positive_int, require_tensor
+from ._checks import describe, require_positive_int, require_tensor, shape_text
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
 DEFAULT_MAX_NODES = 2000
@@ -349,7 +349,7 @@ def preview(tensor: torch.Tensor | None, max_values: int = 6) -> str | None:
 
 
 def _leaf_label(variable: torch.Tensor, names: dict[int, str]) -> str:
-    return names.get(id(variable), "leaf " + "×".join(str(s) for s in variable.shape) if variable.dim() else "leaf scalar")
+    return names.get(id(variable), "leaf " + shape_text(variable.shape))
 
 
 def _require_graph_tensor(t) -> torch.Tensor:
@@ -397,7 +397,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     tensor = _require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _check_names(names)
-    output_label = "output " + ("×".join(str(s) for s in tensor.shape) if tensor.dim() else "scalar")
+    output_label = "output " + shape_text(tensor.shape)
     output_grad = tensor.grad if tensor.retains_grad else None
     output = GraphNode(0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad))
     if tensor.grad_fn is None:
@@ -478,10 +478,8 @@ def inplace_hazards(t) -> list[Hazard]:
             dtype = str(saved.dtype).removeprefix("torch.") if saved.dtype else "tensor"
             if saved.shape is None:  # not readable (e.g. on the meta device)
                 kind = f"a {dtype} tensor"
-            elif len(saved.shape) == 0:
-                kind = f"a {dtype} scalar"
             else:
-                kind = f"a {dtype} tensor of shape {tuple(saved.shape)}"
+                kind = f"a {dtype} {shape_text(saved.shape)}" if not saved.shape else f"a {dtype} tensor of shape {shape_text(saved.shape)}"
             explanation = (
                 f"{node.name} saved {what} ({kind}) at version "
                 f"{saved.saved_version} to compute gradients; an in-place operation has since changed it "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._checks import describe, require_axes, require_bool, require_positive_int
+from ._checks import describe, require_axes, require_bool, require_positive_int, shape_text
 from ._figures import bare_figure
 from .graph import Graph, autograd_graph, inplace_hazards
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
@@ -455,12 +455,6 @@ def _warning_width(text: str) -> float:
     return width * 1.08  # room for Agg rounding each advance to whole pixels
 
 
-def _shape_text(shape) -> str:
-    if shape is None:
-        return "?"
-    return "×".join(str(s) for s in shape) if len(shape) else "scalar"
-
-
 def _stale_marker(saved) -> str:
     return f"⚠ stale: saved v{saved.saved_version}, now v{saved.current_version}"
 
@@ -480,7 +474,7 @@ def _node_box(node, show_values: bool, show_saved: bool) -> _Box:
     stale = sum(1 for s in node.saved if s.stale)
     if node.kind == "leaf":
         if not node.label.startswith("leaf"):
-            lines.append((f"leaf · {_shape_text(node.shape)}", False))
+            lines.append((f"leaf · {shape_text(node.shape)}", False))
     if node.kind in ("leaf", "output") and show_values:
         lines.append((f"value: {node.value}", False))
         if node.kind == "leaf" or node.grad is not None:

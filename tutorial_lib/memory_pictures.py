@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._figures import bare_figure
 from .memory import MemoryReport, MiB, format_bytes
 
 _STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
@@ -49,10 +50,8 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary.
     """
     reports, labels = _check_reports(reports, labels)
-    import matplotlib.pyplot as plt
-
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 3.2))
+        fig, ax = bare_figure(7, 3.2, full=False)
     else:
         fig = ax.figure
     longest = max(len(r.timeline) for r in reports)

@@ -76,6 +76,59 @@ def hogwild_train(
         losses[rank, step] = loss.detach()
 
 
+def hogwild_train_logged(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    lr: float,
+    rank: int,
+    start,
+    lock,
+    log_worker: torch.Tensor,
+    log_update: torch.Tensor,
+    log_length: torch.Tensor,
+) -> None:
+    """Hogwild-style SGD on a shared model that logs every update it writes, so the parent can account for them.
+
+    Several processes run this at once on the same ``model`` (after ``model.share_memory()``). Each one reads
+    the shared parameters and computes its gradients without any lock, so the expensive part runs at the same
+    time in every process. Only the write is taken in turn: under ``lock``, a worker adds its update
+    (``-lr * gradient``) into the shared parameters and appends it to the log. Real Hogwild takes no lock at all
+    and accepts that two writes landing at the same instant may overwrite each other; the lock here costs a
+    few microseconds per step and makes the log exact: replaying its entries in order, starting from the
+    parameters before training, gives the shared parameters afterwards, bit for bit.
+
+    Args:
+        model: the shared model (any module mapping ``inputs`` to predictions shaped like ``targets``).
+        inputs, targets: this worker's part of the data.
+        steps: how many SGD steps to take.
+        lr: the learning rate.
+        rank: this worker's number, written into the log with each of its updates.
+        start: a ``Barrier`` for all workers, so that they start training together (starting a process
+            takes far longer than this training does).
+        lock: a ``Lock`` shared by all workers, held while writing one update and its log entry.
+        log_worker: a shared int64 tensor with one entry per update of all workers: which worker wrote it.
+        log_update: a shared float tensor of shape ``(updates of all workers, number of parameter elements)``:
+            the update itself, all parameters flattened in ``parameters()`` order.
+        log_length: a shared int64 tensor of one element, 0 at the start: how many entries the log holds.
+    """
+    torch.set_num_threads(1)  # several processes share the CPU cores: one thread each avoids oversubscription
+    parameters = list(model.parameters())
+    start.wait()
+    for _ in range(steps):
+        loss = nn.functional.mse_loss(model(inputs), targets)  # reads the shared parameters, no lock
+        gradients = torch.autograd.grad(loss, parameters)
+        updates = [-lr * gradient for gradient in gradients]
+        with lock, torch.no_grad():
+            for parameter, update in zip(parameters, updates):
+                parameter.add_(update)  # straight into the shared memory the other workers read
+            entry = int(log_length)
+            log_worker[entry] = rank
+            log_update[entry] = torch.cat([update.reshape(-1) for update in updates])
+            log_length += 1
+
+
 def flat_parameters(model: nn.Module) -> torch.Tensor:
     """All parameters of ``model`` as one new 1-D tensor (a copy), in ``parameters()`` order."""
     with torch.no_grad():
@@ -125,4 +178,11 @@ def ddp_replica(rank: int, world_size: int, init_file: str, report: torch.Tensor
         dist.destroy_process_group()
 
 
-__all__ = ["fill_in_place", "double_from_queue", "hogwild_train", "flat_parameters", "ddp_replica"]
+__all__ = [
+    "fill_in_place",
+    "double_from_queue",
+    "hogwild_train",
+    "hogwild_train_logged",
+    "flat_parameters",
+    "ddp_replica",
+]
