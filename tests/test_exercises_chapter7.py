@@ -271,6 +271,35 @@ def test_hogwild_train_in_one_process_learns_and_records_losses():
     assert losses[1, -1] < losses[1, 0] / 100
 
 
+def _empty_log(entries):
+    return (
+        torch.full((entries,), -1, dtype=torch.int64),
+        torch.zeros(entries, 4),
+        torch.zeros(1, dtype=torch.int64),
+    )
+
+
+def test_hogwild_train_logged_in_one_process_logs_every_update_exactly():
+    import threading
+
+    torch.manual_seed(0)
+    inputs, targets = _regression_data()
+    model = nn.Linear(3, 1)
+    start = workers.flat_parameters(model)
+    loss_before = nn.functional.mse_loss(model(inputs), targets).item()
+    log_worker, log_update, log_length = _empty_log(30)
+    workers.hogwild_train_logged(
+        model, inputs, targets, 30, 0.1, 1, threading.Barrier(1), threading.Lock(), log_worker, log_update, log_length
+    )
+    assert int(log_length) == 30
+    assert torch.all(log_worker == 1)
+    replayed = start.clone()
+    for update in log_update:
+        replayed += update
+    assert torch.equal(replayed, workers.flat_parameters(model))  # the log accounts for every bit of the change
+    assert nn.functional.mse_loss(model(inputs), targets).item() < loss_before / 100
+
+
 def test_flat_parameters_is_a_copy_in_parameter_order():
     model = nn.Linear(3, 1)
     flat = workers.flat_parameters(model)
@@ -326,6 +355,30 @@ def test_hogwild_with_two_spawned_workers_trains_the_parent_model():
     assert not torch.equal(workers.flat_parameters(model), before)
     assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
     assert torch.all(losses[:, 0] > 0)
+
+
+@pytest.mark.slow
+def test_hogwild_train_logged_with_two_spawned_workers_accounts_for_both():
+    torch.manual_seed(0)
+    inputs, targets = _regression_data()
+    model = nn.Linear(3, 1)
+    model.share_memory()
+    start = workers.flat_parameters(model)
+    log_worker, log_update, log_length = (t.share_memory_() for t in _empty_log(80))
+    context = mp.get_context("spawn")
+    barrier, lock = context.Barrier(2), context.Lock()
+    args = [
+        (model, inputs[rank::2], targets[rank::2], 40, 0.1, rank, barrier, lock, log_worker, log_update, log_length)
+        for rank in range(2)
+    ]
+    assert _run(workers.hogwild_train_logged, args) == [0, 0]
+    assert int(log_length) == 80
+    assert torch.bincount(log_worker, minlength=2).tolist() == [40, 40]
+    replayed = start.clone()
+    for update in log_update:
+        replayed += update
+    assert torch.equal(replayed, workers.flat_parameters(model))
+    assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
 
 
 @pytest.mark.slow

@@ -6,7 +6,9 @@ such counter, so ``measure_memory`` watches the work at the aten level: every op
 storage is counted while that storage is alive, so is the growth of a storage an op resized in place
 (``out=`` into an empty tensor, ``resize_``), and an earlier storage that an op in the block used is
 counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Memory torch did not allocate
-(``torch.from_numpy``, ``torch.as_tensor`` of an array) is not counted. Storage is freed the moment its
+(``torch.from_numpy``, ``torch.as_tensor`` of an array) is not counted, and neither is storage made
+without running an aten op, such as the storages ``torch.load`` reads from a file (measure what you do
+with a loaded tensor, or compare ``untyped_storage().nbytes()`` instead). Storage is freed the moment its
 last reference goes (CPython reference counting), so the CPU figures follow the same curve the CUDA
 allocator would, without the rounding. Nothing is printed: no profiler is involved.
 """
