@@ -47,7 +47,7 @@ def test_every_dependency_is_pinned_and_torch_is_the_cpu_release():
     assert runtime["ipywidgets"].startswith("8.") and runtime["jupyterlab"].startswith("4.")
     assert runtime["nbval"].startswith("0.11")
     test_extra = pins(project["optional-dependencies"]["test"])
-    assert {"pytest", "pytest-xdist", "hypothesis"} <= set(test_extra)
+    assert {"pytest", "pytest-xdist", "hypothesis", "playwright"} <= set(test_extra)
 
 
 def test_environment_yml_agrees_with_pyproject():
@@ -82,6 +82,22 @@ def test_ci_runs_make_test_and_nothing_else():
     readme = (ROOT / "README.md").read_text()
     assert readme.index("make lab") < readme.index("conda env create -f environment.yml")
     assert "make test" in readme
+
+
+def test_github_workflow_runs_make_test_and_keeps_the_screenshots():
+    """A fork gets the project's CI: `make test` on push, pull request and weekly, on Debian with the CPU torch,
+    the browser test required, and the screenshots uploaded even when a test fails."""
+    text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    for event in ("push:", "pull_request:", "schedule:", "cron:"):
+        assert re.search(rf"^\s+-?\s*{event}", text, re.MULTILINE), event
+    assert re.search(r"^\s+run: make test\s*$", text, re.MULTILINE)
+    assert re.search(r"^\s+container: python:3\.11-bookworm\s*$", text, re.MULTILINE)
+    assert "PIP_EXTRA_INDEX_URL: https://download.pytorch.org/whl/cpu" in text
+    assert re.search(r"BROWSER_TEST_REQUIRED: \"1\"", text)
+    upload = text[text.index("actions/upload-artifact"):]
+    assert re.search(r"^\s+path: test-artifacts/browser/?\s*$", upload, re.MULTILINE)
+    assert "if: always()" in text[:text.index("actions/upload-artifact")].rsplit("- name:", 1)[-1]
+    assert "test-artifacts/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 def test_import_is_fast_and_has_no_side_effects():
@@ -160,3 +176,27 @@ def test_setup_cell_installs_only_when_tutorial_lib_is_missing():
     finally:
         importlib.util.find_spec = real
     assert calls == [("pip", "install --quiet --no-deps git+" + pyproject()["project"]["urls"]["Source"])]
+
+
+def test_instructors_guide_lists_every_misconception_and_make_targets():
+    import nbformat
+
+    guide = (ROOT / "INSTRUCTORS.md").read_text()
+    for path in sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb")):
+        inside = False
+        claims = []
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for line in cell.source.splitlines():
+                if line.startswith("## "):
+                    inside = "misconception" in line.lower()
+                elif inside and line.startswith("### "):
+                    claims.append(line[4:])
+        assert len(claims) >= 3, path.name
+        for claim in claims:
+            assert f"| {path.name[:2]} | {claim} |" in guide, f"INSTRUCTORS.md misses {path.name[:2]}: {claim}"
+    makefile = (ROOT / "Makefile").read_text()
+    for target in ("lab", "test", "html", "reset-exercises"):
+        assert f"make {target}" in guide or target == "test"
+        assert f"\n{target}:" in makefile
