@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lab test notebooks reset-exercises html bench clean
+.PHONY: setup browser lab test notebooks reset-exercises html bench clean
 
 setup: $(STAMP)
 
@@ -22,7 +22,25 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: setup
 	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) 00_start_here.ipynb
 
-test: setup
+# The browser test (tests/test_browser.py) drives Debian's chromium. Installed here when missing and allowed
+# (root, with apt-get; the emoji font so screenshots show what learners see); otherwise this says why, and the
+# test is skipped with the same reason. Playwright itself comes with the test extra; it never downloads a browser.
+CHROMIUM := /usr/bin/chromium
+
+browser:
+	@if [ -x $(CHROMIUM) ]; then \
+		true; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "NOTE: $(CHROMIUM) is missing and this is not root: not installing it, so the browser test will be SKIPPED (as root: apt-get install chromium)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "NOTE: $(CHROMIUM) is missing and there is no apt-get: the browser test will be SKIPPED (install Debian's chromium package)"; \
+	else \
+		echo "Installing Debian's chromium for the browser test (apt-get)"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; } \
+			|| echo "NOTE: apt-get could not install chromium: the browser test will be SKIPPED"; \
+	fi
+
+test: setup browser
 	$(BIN)/python -m pytest
 
 # Restart & Run All on every notebook (or NB=notebooks/01_....ipynb), for maintainers after editing one.
@@ -43,4 +61,4 @@ bench: setup
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts build

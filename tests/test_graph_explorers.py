@@ -118,7 +118,7 @@ def test_widget_buttons_drive_the_stepper():
     widget = stepper.widget
     back, forward, image, info = stepper._parts
     assert back.disabled and not forward.disabled
-    assert image.format == "svg+xml" and bytes(image.value) == b""
+    assert image.format == "svg+xml" and b"nothing run yet" in bytes(image.value)  # never a broken image
     for _ in range(3):
         forward.click()
     assert stepper.position == 3 and not back.disabled

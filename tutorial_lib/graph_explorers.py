@@ -279,9 +279,15 @@ class GraphStepper:
 
     def render_svg(self) -> bytes:
         """The current picture as SVG bytes, written directly (``graph_svg``): text stays text, no matplotlib."""
-        if self.graph is None:
-            return b""
-        from .graph_pictures import graph_svg
+        from .graph_pictures import _xml, graph_svg
+
+        if self.graph is None:  # before the first step, or no tensor yet: say so instead of an empty image
+            note = "nothing run yet: press Next ▶" if self.position == 0 else f"no tensor to show yet ({self.error or 'run on'})"
+            return (
+                '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="40" viewBox="0 0 360 40" role="img">'
+                f'<text id="placeholder" x="8" y="24" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#555555">'
+                f"{_xml(note)}</text></svg>"
+            ).encode()
 
         return graph_svg(self.graph, show_values=self.show_values).encode()
 
