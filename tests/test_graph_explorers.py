@@ -6,6 +6,8 @@ torch's ``backward()`` raising; the widget is driven by clicking its buttons.
 
 from __future__ import annotations
 
+import re
+
 
 import matplotlib
 
@@ -175,3 +177,12 @@ def test_one_update_redraws_the_picture_for_every_step():
     assert all(pictures) and len(set(pictures)) == len(pictures)  # every step changes what is shown
     stepper.goto(len(STEPS))
     assert stepper.render_svg() == pictures[-1]  # and the same state draws the same picture
+
+
+def test_widget_shows_the_picture_at_its_own_size():
+    stepper = GraphStepper(STEPS)
+    _ = stepper.widget
+    image = stepper._parts[2]
+    stepper.goto(3)
+    width_pt = float(re.search(r'width="([0-9.]+)pt"', stepper.render_svg().decode()).group(1))
+    assert image.layout.width == f"{width_pt * 96 / 72:.0f}px" and image.layout.max_width == "100%"

@@ -12,7 +12,6 @@ ipywidgets and matplotlib are imported only when a widget or figure is made.
 from __future__ import annotations
 
 import ast
-import io
 import re
 import time
 
@@ -338,7 +337,14 @@ class GraphStepper:
         back, forward, image, info = self._parts
         back.disabled = self.position == 0
         forward.disabled = self.position >= len(self._steps)
-        image.value = self.render_svg()
+        svg = self.render_svg()
+        image.value = svg
+        # Show the picture at its own size (an Image widget otherwise stretches an SVG to the page width).
+        size = re.search(rb'width="([0-9.]+)(pt)?"', svg)
+        if size:
+            pixels = float(size.group(1)) * (96 / 72 if size.group(2) else 1)
+            image.layout.width = f"{pixels:.0f}px"
+            image.layout.max_width = "100%"
         info.value = self._table_html()
 
     def _ipython_display_(self) -> None:
