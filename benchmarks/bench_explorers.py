@@ -22,7 +22,8 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tutorial_lib.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
-from tutorial_lib.layout_pictures import _png_bytes, draw_layout, layout_picture, redraw_layout  # noqa: E402
+from tutorial_lib._figures import png_bytes as _png_bytes  # noqa: E402
+from tutorial_lib.layout_pictures import draw_layout, layout_picture, redraw_layout  # noqa: E402
 
 # Settings a learner steps through in the stride explorer: (widget, value), one update each.
 STRIDE_STEPS = [
@@ -83,6 +84,26 @@ def main() -> None:
         copies.operation.value = OPERATIONS[(i + 1) % len(OPERATIONS)]
 
     rows.append(("view_copy_explorer: one operation change", timed(copy_step, repeats)))
+
+    from tutorial_lib import GraphStepper
+
+    stepper = GraphStepper([
+        ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
+        ("exp saves its result", "a = x.exp()"),
+        ("change a in place", "a.mul_(2)"),
+        ("use a", "y = (a * x).sum()"),
+        ("backward fails", "y.backward()"),
+    ])
+
+    def stepper_step(i):
+        # Next (run one statement, snapshot graph and hazards) and the SVG the widget shows; Back to step 1
+        # every fifth update (Back reruns from scratch).
+        if stepper.position == len(stepper.steps):
+            stepper.goto(1)
+        stepper.step_forward()
+        stepper.render_svg()
+
+    rows.append(("GraphStepper: Next (run a step, graph, hazards, SVG)", timed(stepper_step, repeats)))
 
     def figure_step(i):
         stride_step(i)
