@@ -385,7 +385,7 @@ def test_hogwild_train_logged_with_two_spawned_workers_accounts_for_both():
 def test_ddp_replicas_in_two_spawned_processes_hold_copies(tmp_path):
     report = torch.zeros(2, 5, 4).share_memory_()
     init_file = os.fspath(tmp_path / "rendezvous")
-    assert _run(workers.ddp_replica, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
+    assert _run(workers.ddp_replica_process, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
     assert not torch.equal(report[0, 0], report[1, 0])  # different seeds
     assert torch.equal(report[0, 1], report[1, 1])  # DDP copied rank 0's parameters into rank 1
     assert torch.equal(report[0, 2], report[1, 2])  # averaged gradients: identical steps

@@ -173,9 +173,27 @@ def ddp_replica(rank: int, world_size: int, init_file: str, report: torch.Tensor
         dist.barrier()
         report[rank, 3] = flat_parameters(model)
         report[rank, 4, 0] = float(all(p.is_shared() for p in model.parameters()))
+        del optimizer, ddp_model  # let the reducer go while the group is alive
         dist.barrier()  # nobody tears the group down while a peer may still be talking to it
     finally:
         dist.destroy_process_group()
+
+
+def ddp_replica_process(rank: int, world_size: int, init_file: str, report: torch.Tensor) -> None:
+    """``ddp_replica`` as the target of a spawned process: runs it, then ends the process at once.
+
+    Everything the parent needs is in ``report`` (shared memory) when ``ddp_replica`` returns. Ending with
+    ``os._exit`` skips the interpreter's teardown, where gloo's background threads can still hold tensors
+    and abort the process (exit code -6, SIGABRT) under load; see pytorch/pytorch pull request 179291.
+    An exception still ends the process with a traceback and a non-zero exit code.
+    """
+    import os
+    import sys
+
+    ddp_replica(rank, world_size, init_file, report)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 __all__ = [
@@ -185,4 +203,5 @@ __all__ = [
     "hogwild_train_logged",
     "flat_parameters",
     "ddp_replica",
+    "ddp_replica_process",
 ]
