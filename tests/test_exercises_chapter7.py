@@ -318,11 +318,22 @@ def test_ddp_replica_with_world_size_one(tmp_path):
     assert report[0, 4, 0] == 0.0  # a process's own parameters are not in shared memory
 
 
-# --- tutorial_lib.workers, in spawned processes (what the notebook runs) ------------------------------------
+# --- tutorial_lib.workers, in child processes (what the notebook runs) -------------------------------------
+# The notebook starts children with "forkserver" (the server preloads tutorial_lib.workers) where the platform has
+# it, else with "spawn" (Windows). Every worker test runs under each start method this platform has of the two.
+
+START_METHODS = [method for method in ("forkserver", "spawn") if method in mp.get_all_start_methods()]
 
 
-def _run(target, args_list, timeout=120):
-    context = mp.get_context("spawn")
+@pytest.fixture(params=START_METHODS)
+def context(request):
+    context = mp.get_context(request.param)
+    if request.param == "forkserver":
+        context.set_forkserver_preload(["tutorial_lib.workers"])  # as the notebook does
+    return context
+
+
+def _run(context, target, args_list, timeout=120):
     processes = [context.Process(target=target, args=args) for args in args_list]
     for process in processes:
         process.start()
@@ -336,14 +347,14 @@ def _run(target, args_list, timeout=120):
 
 
 @pytest.mark.slow
-def test_a_spawned_child_writes_into_shared_memory():
+def test_a_child_writes_into_shared_memory(context):
     tensor = torch.zeros(4).share_memory_()
-    assert _run(workers.fill_in_place, [(tensor, 3.0)]) == [0]
+    assert _run(context, workers.fill_in_place, [(tensor, 3.0)]) == [0]
     assert torch.equal(tensor, torch.full((4,), 3.0))
 
 
 @pytest.mark.slow
-def test_hogwild_with_two_spawned_workers_trains_the_parent_model():
+def test_hogwild_with_two_workers_trains_the_parent_model(context):
     torch.manual_seed(0)
     inputs, targets = _regression_data()
     model = nn.Linear(3, 1)
@@ -351,27 +362,26 @@ def test_hogwild_with_two_spawned_workers_trains_the_parent_model():
     before = workers.flat_parameters(model)
     losses = torch.zeros(2, 40).share_memory_()
     args = [(model, inputs[rank::2], targets[rank::2], 40, 0.1, losses, rank) for rank in range(2)]
-    assert _run(workers.hogwild_train, args) == [0, 0]
+    assert _run(context, workers.hogwild_train, args) == [0, 0]
     assert not torch.equal(workers.flat_parameters(model), before)
     assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
     assert torch.all(losses[:, 0] > 0)
 
 
 @pytest.mark.slow
-def test_hogwild_train_logged_with_two_spawned_workers_accounts_for_both():
+def test_hogwild_train_logged_with_two_workers_accounts_for_both(context):
     torch.manual_seed(0)
     inputs, targets = _regression_data()
     model = nn.Linear(3, 1)
     model.share_memory()
     start = workers.flat_parameters(model)
     log_worker, log_update, log_length = (t.share_memory_() for t in _empty_log(80))
-    context = mp.get_context("spawn")
     barrier, lock = context.Barrier(2), context.Lock()
     args = [
         (model, inputs[rank::2], targets[rank::2], 40, 0.1, rank, barrier, lock, log_worker, log_update, log_length)
         for rank in range(2)
     ]
-    assert _run(workers.hogwild_train_logged, args) == [0, 0]
+    assert _run(context, workers.hogwild_train_logged, args) == [0, 0]
     assert int(log_length) == 80
     assert torch.bincount(log_worker, minlength=2).tolist() == [40, 40]
     replayed = start.clone()
@@ -382,10 +392,10 @@ def test_hogwild_train_logged_with_two_spawned_workers_accounts_for_both():
 
 
 @pytest.mark.slow
-def test_ddp_replicas_in_two_spawned_processes_hold_copies(tmp_path):
+def test_ddp_replicas_in_two_processes_hold_copies(context, tmp_path):
     report = torch.zeros(2, 5, 4).share_memory_()
     init_file = os.fspath(tmp_path / "rendezvous")
-    assert _run(workers.ddp_replica_process, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
+    assert _run(context, workers.ddp_replica_process, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
     assert not torch.equal(report[0, 0], report[1, 0])  # different seeds
     assert torch.equal(report[0, 1], report[1, 1])  # DDP copied rank 0's parameters into rank 1
     assert torch.equal(report[0, 2], report[1, 2])  # averaged gradients: identical steps

@@ -6,6 +6,9 @@ same expression on an independent tensor: whether the result's storage is the in
 result's storage holds, whether ``_version`` moved.
 """
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -571,3 +574,20 @@ def test_python_copy_module_verdicts():
         bool(np.shares_memory(shallow.numpy(), x.numpy())),
         bool(np.shares_memory(deep.numpy(), x.numpy())),
     ]
+
+
+def test_the_watchers_do_not_import_dynamo():
+    # PyTorch wraps a TorchDispatchMode's __torch_dispatch__ in torch._dynamo.disable unless the mode opts out,
+    # and that wrapper imports torch._dynamo (over a second) on the first op. Both watchers opt out; this fails
+    # if a torch upgrade changes the hook, or if one of them stops recording.
+    code = (
+        "import sys, torch, tutorial_lib as tl\n"
+        "x = torch.arange(6.0).view(2, 3)\n"
+        "with tl.trace_ops() as ops:\n"
+        "    x.t()\n"
+        "with tl.measure_memory() as report:\n"
+        "    y = x + 1\n"
+        "print([op.name for op in ops], report.allocated, 'torch._dynamo' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["['aten::t']", "24", "False"]

@@ -20,9 +20,9 @@ import weakref
 from typing import Iterator
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._checks import describe
+from ._dispatch import WatcherMode
 from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _storage_key, _tensors_in
 
 MiB = 1024 * 1024
@@ -74,7 +74,7 @@ class MemoryReport:
         return f"MemoryReport(device='{self.device}', " + ", ".join(parts) + ")"
 
 
-class _StorageTracker(TorchDispatchMode):
+class _StorageTracker(WatcherMode):
     """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
 
     def __init__(self, device: torch.device, read_allocator=None):

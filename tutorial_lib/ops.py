@@ -16,10 +16,11 @@ from typing import Iterator
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from ._checks import describe
+from ._dispatch import WatcherMode
 from .storage import same_storage, shares_memory
 
 KINDS = ("view", "inplace", "new")
@@ -132,7 +133,7 @@ def classify_call(func, args, kwargs, result) -> OpRecord:
     return OpRecord(name, func._overloadname, "new", sum(fresh.values()), (), shapes)
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(WatcherMode):
     def __init__(self, records: list):
         super().__init__()
         self.records = records

@@ -1,7 +1,9 @@
-"""Functions that chapter 7 runs in child processes (``torch.multiprocessing`` with the "spawn" start method).
+"""Functions that chapter 7 runs in child processes (``torch.multiprocessing``).
 
-A spawned child is a fresh Python interpreter: it cannot see functions defined in a notebook cell, so it
-imports its target from a module by name. These live here for that reason. Each one only touches the
+The notebook starts its children with the "forkserver" start method where the platform has one (a server
+process imports torch and this module once; each child is a fork of it), and with "spawn" (a fresh Python
+interpreter per child) where it has not. Either way a child cannot see functions defined in a notebook cell:
+it imports its target from a module by name. These live here for that reason. Each one only touches the
 tensors and module it is given, and reports back by writing into tensors the parent shared with it (or
 through a queue), so the parent can check what happened without relying on printing from the children.
 
@@ -180,7 +182,7 @@ def ddp_replica(rank: int, world_size: int, init_file: str, report: torch.Tensor
 
 
 def ddp_replica_process(rank: int, world_size: int, init_file: str, report: torch.Tensor) -> None:
-    """``ddp_replica`` as the target of a spawned process: runs it, then ends the process at once.
+    """``ddp_replica`` as the target of a child process: runs it, then ends the process at once.
 
     Everything the parent needs is in ``report`` (shared memory) when ``ddp_replica`` returns. Ending with
     ``os._exit`` skips the interpreter's teardown, where gloo's background threads can still hold tensors
