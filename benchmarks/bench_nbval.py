@@ -7,6 +7,11 @@ flags, the sanitizer, the gpu-cell plugin): first the course's notebooks, then t
 throw-away notebooks whose only code cell is ``import torch, tutorial_lib``. The baseline is what any
 notebook suite on this stack pays (a kernel start, importing torch); the ratio is the course's cost on
 top of it. Per-notebook seconds come from pytest's JUnit XML (the sum of each notebook's cell items).
+
+The throw-away notebooks are written into a temporary folder inside the repository, so that pytest finds the
+project's configuration and gives every cell its own node id. (From a folder outside it, every cell's node id
+was ``::Cell 0``; pytest-xdist then ran one notebook instead of eight, and a baseline measured that way was far
+too fast.) Each run must report one passed or skipped item per code cell, or the benchmark stops.
 """
 
 from __future__ import annotations
@@ -30,8 +35,12 @@ NBVAL_FLAGS = [
 ]
 
 
+def code_cells(paths: list[Path]) -> int:
+    return sum(cell.cell_type == "code" for path in paths for cell in nbformat.read(path, as_version=4).cells)
+
+
 def run_pytest(paths: list[Path], workers: int, junit: Path) -> float:
-    """Wall seconds of one pytest run over ``paths``; raises if any cell fails."""
+    """Wall seconds of one pytest run over ``paths``; stops if any cell fails or any cell was not run."""
     distribution = ["-p", "no:xdist"] if workers == 1 else ["-n", str(workers), "--dist", "loadscope"]
     command = [sys.executable, "-m", "pytest", "-o", "addopts=", *distribution, *NBVAL_FLAGS,
                f"--junitxml={junit}", *map(str, paths)]
@@ -40,6 +49,11 @@ def run_pytest(paths: list[Path], workers: int, junit: Path) -> float:
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         sys.exit(f"nbval failed ({result.returncode}):\n{result.stdout[-3000:]}")
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    names = {(case.get("classname"), case.get("name")) for case in cases}
+    if len(cases) != code_cells(paths) or len(names) != len(cases):
+        sys.exit(f"expected {code_cells(paths)} distinct cell items, pytest reported {len(cases)} "
+                 f"({len(names)} distinct):\n{result.stdout[-3000:]}")
     return seconds
 
 
@@ -58,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
 
     course = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".bench_nbval_") as tmp:
         tmp = Path(tmp)
         baseline = []
         for i in range(len(course)):
