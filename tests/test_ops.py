@@ -591,3 +591,18 @@ def test_the_watchers_do_not_import_dynamo():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["['aten::t']", "24", "False"]
+
+
+def test_a_compiled_function_inside_the_watchers_is_recorded():
+    # The watchers opt out of torch._dynamo.disable (see above); code compiled inside them must still be seen.
+    import tutorial_lib as tl
+
+    compiled = torch.compile(lambda t: (t * 2).sin(), backend="eager")
+    x = torch.randn(3)
+    with trace_ops() as ops:
+        y = compiled(x)
+    assert [op.name for op in ops] == ["aten::mul", "aten::sin"]
+    assert torch.allclose(y, (x * 2).sin())
+    with tl.measure_memory() as report:
+        y = compiled(x)
+    assert (report.allocated, report.peak) == (12, 24)  # sin's 12 bytes stay; mul's 12 were freed after sin

@@ -158,6 +158,8 @@ def trace_ops() -> Iterator[list[OpRecord]]:
     Ops that autograd runs for itself inside the block (the ``aten::detach`` it uses to save an output
     for backward, the ops of a ``backward()`` call) are recorded too: they really run.
 
+    A function compiled with ``torch.compile`` and called inside the block is recorded op by op too.
+
     Yields:
         A list that fills with ``OpRecord`` objects as ops run.
     """
