@@ -51,8 +51,9 @@ def run_pytest(paths: list[Path], workers: int, junit: Path) -> float:
         sys.exit(f"nbval failed ({result.returncode}):\n{result.stdout[-3000:]}")
     cases = list(ET.parse(junit).getroot().iter("testcase"))
     names = {(case.get("classname"), case.get("name")) for case in cases}
-    if len(cases) != code_cells(paths) or len(names) != len(cases):
-        sys.exit(f"expected {code_cells(paths)} distinct cell items, pytest reported {len(cases)} "
+    expected = code_cells(paths)
+    if len(cases) != expected or len(names) != len(cases):
+        sys.exit(f"expected {expected} distinct cell items, pytest reported {len(cases)} "
                  f"({len(names)} distinct):\n{result.stdout[-3000:]}")
     return seconds
 

@@ -346,6 +346,15 @@ def _run(context, target, args_list, timeout=120):
     return [process.exitcode for process in processes]
 
 
+def _shared_regression_model():
+    """The data and a fresh ``nn.Linear(3, 1)`` in shared memory, seeded as the notebook's Hogwild cell is."""
+    torch.manual_seed(0)
+    inputs, targets = _regression_data()
+    model = nn.Linear(3, 1)
+    model.share_memory()
+    return inputs, targets, model
+
+
 @pytest.mark.slow
 def test_a_child_writes_into_shared_memory(context):
     tensor = torch.zeros(4).share_memory_()
@@ -355,10 +364,7 @@ def test_a_child_writes_into_shared_memory(context):
 
 @pytest.mark.slow
 def test_hogwild_with_two_workers_trains_the_parent_model(context):
-    torch.manual_seed(0)
-    inputs, targets = _regression_data()
-    model = nn.Linear(3, 1)
-    model.share_memory()
+    inputs, targets, model = _shared_regression_model()
     before = workers.flat_parameters(model)
     losses = torch.zeros(2, 40).share_memory_()
     args = [(model, inputs[rank::2], targets[rank::2], 40, 0.1, losses, rank) for rank in range(2)]
@@ -370,10 +376,7 @@ def test_hogwild_with_two_workers_trains_the_parent_model(context):
 
 @pytest.mark.slow
 def test_hogwild_train_logged_with_two_workers_accounts_for_both(context):
-    torch.manual_seed(0)
-    inputs, targets = _regression_data()
-    model = nn.Linear(3, 1)
-    model.share_memory()
+    inputs, targets, model = _shared_regression_model()
     start = workers.flat_parameters(model)
     log_worker, log_update, log_length = (t.share_memory_() for t in _empty_log(80))
     barrier, lock = context.Barrier(2), context.Lock()
