@@ -1,5 +1,8 @@
 """Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
 
+import functools
+
+import numpy as np
 import pytest
 import torch
 
@@ -190,3 +193,103 @@ def test_sliding_window_rejects_a_missing_return():
 
 def test_sliding_window_rejects_non_tensor():
     assert_wrong("ch1.sliding_window", lambda x, k: [x[i : i + k] for i in range(len(x) - k + 1)])
+
+
+# --- issue 10: every checker against three more plausible wrong answers and two more unusual right ones ------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        tuple(np.int64(step) for step in (1, 12, 8)),  # numpy ints, e.g. from an array's elements
+        torch.tensor([1, 12, 8]),  # an integer tensor
+        np.array([1, 12, 8]),  # an integer array
+    ],
+)
+def test_predict_strides_accepts_unusual_right_answers(answer):
+    assert_correct("ch1.predict_strides", answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (1, 24, 8),  # doubled the middle stride
+        (2, 12, 8),  # doubled the first and the last
+        (4, 48, 32),  # strides in bytes (float32) instead of elements
+        (12, 1, 8),  # permuted the wrong way
+        (True, 12, 8),  # a bool is not a stride, although True == 1
+        torch.tensor([1.0, 12.0, 8.0]),  # a float tensor
+    ],
+)
+def test_predict_strides_rejects_more_wrong_answers(answer):
+    assert_wrong("ch1.predict_strides", answer)
+
+
+def storage_index_by_reduce(shape, stride, offset, index):
+    return functools.reduce(lambda total, pair: total + pair[0] * pair[1], zip(index, stride), offset)
+
+
+def storage_index_with_numpy(shape, stride, offset, index):
+    # An explicit integer dtype: np.dot((), ()) alone would be the float 0.0.
+    return offset + np.dot(np.array(index, dtype=np.int64), np.array(stride, dtype=np.int64))
+
+
+def storage_index_with_long_tensors(shape, stride, offset, index):
+    return offset + (torch.tensor(index, dtype=torch.long) * torch.tensor(stride, dtype=torch.long)).sum()
+
+
+@pytest.mark.parametrize("solution", [storage_index_by_reduce, storage_index_with_numpy, storage_index_with_long_tensors])
+def test_element_address_accepts_unusual_right_answers(solution):
+    assert_correct("ch1.element_address", solution)
+
+
+@pytest.mark.parametrize(
+    "wrong_formula",
+    [
+        lambda shape, stride, offset, index: offset + sum(i * size for i, size in zip(index, shape)),  # shape, not stride
+        lambda shape, stride, offset, index: offset + sum(i * step for i, step in zip(index, reversed(stride))),
+        lambda shape, stride, offset, index: offset + sum((i + 1) * step for i, step in zip(index, stride)),  # 1-based
+        lambda shape, stride, offset, index: offset + (index[-1] * stride[-1] if index else 0),  # last dimension only
+    ],
+)
+def test_element_address_rejects_more_wrong_formulas(wrong_formula):
+    assert_wrong("ch1.element_address", wrong_formula)
+
+
+def test_element_address_explains_a_float_from_an_empty_sum():
+    # Right place, wrong type: torch.tensor(()) is float32, so the 0-dim case returns 6.0.
+    feedback = assert_wrong(
+        "ch1.element_address", lambda shape, stride, offset, index: offset + (torch.tensor(index) * torch.tensor(stride)).sum()
+    )
+    assert "float" in feedback.message
+    assert "int" in feedback.hint
+
+
+def sliding_windows_with_set(x, k):
+    # No as_strided at all: a fresh tensor pointed at x's storage with the same metadata.
+    step = x.stride(0)
+    return torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), x.storage_offset(), (len(x) - k + 1, k), (step, step))
+
+
+def sliding_windows_from_first_element(x, k):
+    # as_strided on x[:1] works too: its storage offset is x's, and the strides count in the storage.
+    return x[:1].as_strided((len(x) - k + 1, k), (x.stride(0), x.stride(0))).detach()
+
+
+@pytest.mark.parametrize("solution", [sliding_windows_with_set, sliding_windows_from_first_element])
+def test_sliding_window_accepts_unusual_right_answers(solution):
+    assert_correct("ch1.sliding_window", solution)
+
+
+@pytest.mark.parametrize(
+    "wrong_windows",
+    [
+        lambda x, k: x.as_strided((k, len(x) - k + 1), (x.stride(0), x.stride(0))),  # shape swapped
+        lambda x, k: x.as_strided((len(x) - k + 1, k), (1, x.stride(0))),  # window step 1 cell, not 1 element
+        lambda x, k: x.as_strided((len(x) - k + 1, k), (0, x.stride(0))),  # every window the first one
+        lambda x, k: x.as_strided((len(x) - k + 1, k), (k * x.stride(0), x.stride(0))),  # chunks, out of bounds
+        lambda x, k: x.contiguous().as_strided((len(x) - k + 1, k), (1, 1)),  # a copy when x is strided
+    ],
+)
+def test_sliding_window_rejects_more_wrong_answers(wrong_windows):
+    assert_wrong("ch1.sliding_window", wrong_windows)

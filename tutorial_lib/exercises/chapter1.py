@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 import random
 
+import numpy as np
 import torch
 
 from ..ops import trace_ops
@@ -29,11 +30,13 @@ def predict_strides_result() -> torch.Tensor:
 
 
 def _as_ints(answer) -> tuple[int, ...] | None:
-    """A tuple/list/torch.Size of ints as a tuple of ints, or None if it is anything else."""
-    if isinstance(answer, torch.Tensor):
+    """A tuple, list, torch.Size, integer tensor or integer array as a tuple of ints; None for anything else."""
+    if isinstance(answer, (torch.Tensor, np.ndarray)):
         answer = answer.tolist()
     if not isinstance(answer, (tuple, list)):
         return None
+    if any(isinstance(step, (bool, np.bool_)) for step in answer):
+        return None  # True == 1, but a stride is a count, not a truth value
     try:
         return tuple(operator.index(step) for step in answer)
     except TypeError:
@@ -149,6 +152,13 @@ def check_element_address(fn):
         try:
             got = operator.index(got)
         except TypeError:
+            if isinstance(got, (float, np.floating)) and got == truth:
+                return wrong(
+                    f"for shape={shape}, stride={stride}, offset={offset}, index={index} your function returned "
+                    f"{got!r}: the right place, but a float, not an int.",
+                    "with no dimensions, torch.tensor(()) and np.dot((), ()) are floats: start from the int offset, "
+                    "or wrap the sum in int().",
+                )
             return wrong(
                 f"for shape={shape}, stride={stride}, offset={offset}, index={index} your function returned "
                 f"{got!r}, not an int.",
