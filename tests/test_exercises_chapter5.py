@@ -15,7 +15,7 @@ from tutorial_lib.exercises import chapter5
 from exercise_asserts import assert_correct, assert_wrong
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
-IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit")
+IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit", "ch5.custom_linear")
 
 
 def test_chapter5_exercises_are_registered():
@@ -196,3 +196,211 @@ def test_find_culprit_wrong_answers(answer):
 def test_find_culprit_explains_the_misleading_message():
     feedback = assert_wrong("ch5.find_culprit", "Mul")
     assert "saved" in feedback.hint
+
+
+# --- ch5.fix_residual: unusual right answers ----------------------------------------------------------------
+
+
+def clone_then_add_block(x, linear):
+    # the in-place add goes into a clone that nobody saved: tanh's output and linear's input stay untouched
+    t = torch.tanh(x)
+    total = t.clone()
+    total += linear(t)
+    return total.relu_()
+
+
+def functional_block(x, linear):
+    t = torch.tanh(x)
+    return torch.nn.functional.relu(torch.addmm(linear.bias, t, linear.weight.t()) + t)
+
+
+def allowed_mutation_block(x, linear):
+    # backward runs outside the context (in the checker), which the context refuses
+    with torch.autograd.graph.allow_mutation_on_saved_tensors():
+        x = torch.tanh(x)
+        x += linear(x)
+        return torch.relu_(x)
+
+
+@pytest.mark.parametrize("solution", [clone_then_add_block, functional_block])
+def test_fix_residual_unusual_solutions(solution):
+    assert_correct("ch5.fix_residual", solution)
+
+
+def test_fix_residual_rejects_a_mutation_context_left_before_backward():
+    assert_wrong("ch5.fix_residual", allowed_mutation_block)
+
+
+# --- ch5.custom_linear -------------------------------------------------------------------------------------------
+
+
+class ReferenceLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inputs, weight, bias=None):
+        ctx.save_for_backward(inputs, weight, bias)
+        output = inputs @ weight.t()
+        return output if bias is None else output + bias
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        inputs, weight, bias = ctx.saved_tensors
+        grad_inputs = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_inputs = grad_output @ weight
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t() @ inputs
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_inputs, grad_weight, grad_bias
+
+
+class AlwaysComputesLinear(torch.autograd.Function):
+    """Unusual but right: ignores needs_input_grad, keeps a flag on ctx instead of saving bias."""
+
+    @staticmethod
+    def forward(ctx, inputs, weight, bias=None):
+        ctx.save_for_backward(inputs, weight)
+        ctx.has_bias = bias is not None
+        return torch.nn.functional.linear(inputs, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        inputs, weight = ctx.saved_tensors
+        return grad_output @ weight, grad_output.t() @ inputs, grad_output.sum(0) if ctx.has_bias else None
+
+
+class AddmmLinear(torch.autograd.Function):
+    """Unusual but right: addmm in forward, einsum in backward, the bias gradient only when asked."""
+
+    @staticmethod
+    def forward(ctx, inputs, weight, bias=None):
+        ctx.save_for_backward(inputs, weight)
+        if bias is None:
+            return inputs.mm(weight.t())
+        return torch.addmm(bias, inputs, weight.t())
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        inputs, weight = ctx.saved_tensors
+        grads = [torch.einsum("bo,oi->bi", grad_output, weight), torch.einsum("bo,bi->oi", grad_output, inputs)]
+        if len(ctx.needs_input_grad) == 3:  # a bias was passed, perhaps None
+            grads.append(grad_output.sum(0) if ctx.needs_input_grad[2] else None)
+        return tuple(grads)
+
+
+class OldStyleLinear(torch.autograd.Function):
+    def forward(self, inputs, weight, bias=None):  # the seed's form: no @staticmethod
+        self.save_for_backward(inputs, weight, bias)
+        output = inputs @ weight.t()
+        return output if bias is None else output + bias
+
+    def backward(self, grad_output):
+        inputs, weight, bias = self.saved_tensors
+        return grad_output @ weight, grad_output.t() @ inputs, None if bias is None else grad_output.sum(0)
+
+
+def _variant(backward_body):
+    class Variant(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, inputs, weight, bias=None):
+            ctx.save_for_backward(inputs, weight, bias)
+            output = inputs @ weight.t()
+            return output if bias is None else output + bias
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            inputs, weight, bias = ctx.saved_tensors
+            return backward_body(ctx, grad_output, inputs, weight, bias)
+
+    return Variant
+
+
+WRONG_LINEARS = {
+    "forgets the bias gradient": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x)),
+    "bias gradient even without a bias": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, g.sum(0))),
+    "transposed weight gradient": _variant(lambda ctx, g, x, w, b: (g @ w, x.t() @ g, None if b is None else g.sum(0))),
+    "needs_input_grad[2] without checking bias": _variant(
+        lambda ctx, g, x, w, b: (g @ w, g.t() @ x, g.sum(0) if ctx.needs_input_grad[2] else None)
+    ),
+    "bias gradient not summed over the batch": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.mean(0))),
+    "returns a list (autograd reads it as one value)": _variant(
+        lambda ctx, g, x, w, b: [g @ w, g.t() @ x, None if b is None else g.sum(0)]
+    ),
+    "None for the weight although it needs one": _variant(lambda ctx, g, x, w, b: (g @ w, None, None if b is None else g.sum(0))),
+}
+
+
+def test_custom_linear_reference_solution():
+    assert_correct("ch5.custom_linear", ReferenceLinear)
+
+
+@pytest.mark.parametrize("solution", [AlwaysComputesLinear, AddmmLinear])
+def test_custom_linear_unusual_solutions(solution):
+    assert_correct("ch5.custom_linear", solution)
+
+
+@pytest.mark.parametrize("label", list(WRONG_LINEARS))
+def test_custom_linear_wrong_backwards(label):
+    assert_wrong("ch5.custom_linear", WRONG_LINEARS[label])
+
+
+def test_custom_linear_rejects_the_old_form_with_a_hint():
+    feedback = assert_wrong("ch5.custom_linear", OldStyleLinear)
+    assert "staticmethod" in feedback.message and ".apply" in feedback.hint
+
+
+def test_custom_linear_hints_name_the_rule():
+    assert "one value per input" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["forgets the bias gradient"]).hint
+    assert "None" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["bias gradient even without a bias"]).hint
+    assert "needs_input_grad" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["needs_input_grad[2] without checking bias"]).hint
+
+
+class StubLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inputs, weight, bias=None): ...
+
+    @staticmethod
+    def backward(ctx, grad_output): ...
+
+
+@pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")
+def test_custom_linear_rejects_an_instance():
+    assert_wrong("ch5.custom_linear", ReferenceLinear())
+
+
+def test_custom_linear_stub_is_not_attempted():
+    assert tl.check("ch5.custom_linear", StubLinear).status == "not attempted"
+
+
+@pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")
+@pytest.mark.parametrize("answer", ["MyLinear", torch.nn.Linear, 3])
+def test_custom_linear_not_a_function_class(answer):
+    assert_wrong("ch5.custom_linear", answer)
+
+
+# --- facts the chapter's prose rests on (section 8 and the resize/set_ misconception) ---------------------------
+
+
+def test_mul_by_itself_in_place_cannot_run_backward_but_square_can():
+    h = torch.randn(3, requires_grad=True) * 1
+    h.mul_(h)
+    assert [hazard.node for hazard in tl.inplace_hazards(h)] == ["MulBackward0"]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        h.sum().backward()
+    a = torch.randn(3, requires_grad=True)
+    h = a * 1
+    h.square_()
+    h.sum().backward()
+    assert torch.allclose(a.grad, 2 * a.detach())
+
+
+def test_set_on_a_clone_is_accepted_but_backward_fails():
+    changed = torch.arange(6.0).requires_grad_().clone().set_(torch.zeros(4))
+    with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+        changed.sum().backward()
+
+
+def test_memory_comparison_runs_backward_for_every_row():
+    notebook = json.loads(NOTEBOOK.read_text())
+    cell = next("".join(c["source"]) for c in notebook["cells"] if "def measure(step):" in "".join(c["source"]))
+    assert "h.sum().backward()" in cell and "mul_(h)" not in cell

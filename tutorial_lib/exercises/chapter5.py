@@ -1,8 +1,10 @@
-"""Chapter 5 exercises: which in-place edits break backward(), a residual block that works, the stale node.
+"""Chapter 5 exercises: which in-place edits break backward(), a residual block that works, the stale node,
+a custom linear Function with an optional bias.
 
 Every checker runs torch itself: predictions are compared with what real ``backward()`` calls do on the
 programs below, the learner's block is run forward and backward and its gradients compared with ones torch
-computes for an out-of-place reference, and the culprit is looked up with ``inplace_hazards``.
+computes for an out-of-place reference, the culprit is looked up with ``inplace_hazards``, and the learner's
+Function is compared with ``nn.functional.linear`` and run through ``torch.autograd.gradcheck``.
 
 The programs are kept here as source text so that the notebook shows exactly the code that is checked
 (``tests/test_exercises_chapter5.py`` checks that the notebook contains each one verbatim).
@@ -10,6 +12,7 @@ The programs are kept here as source text so that the notebook shows exactly the
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import torch
@@ -251,3 +254,72 @@ def check_find_culprit(answer):
     elif hint is None:
         hint = "that node's saved tensors are all at their saved versions; look for the one that saved z."
     return wrong(f"{answer.strip()} is not the node with the stale saved tensor.", hint)
+
+
+# --- ch5.custom_linear -----------------------------------------------------------------------------------
+
+
+def _linear_cases():
+    """(label, arguments) pairs in float64: every way the learner's Function may be called."""
+    torch.manual_seed(0)
+    inputs = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    return [
+        ("apply(inputs, weight, bias)", (inputs, weight, bias)),
+        ("apply(inputs, weight) without a bias", (inputs, weight)),
+        ("apply(inputs, weight, None)", (inputs, weight, None)),
+        ("apply(inputs, weight, bias) with inputs that need no gradient", (inputs.detach(), weight, bias)),
+        ("apply(inputs, weight) with a frozen weight", (inputs, weight.detach())),
+    ]
+
+
+def _hint_for(error: Exception) -> str:
+    message = str(error)
+    if "incorrect number of gradients" in message and "got 1)" in message:
+        return "return the gradients as a tuple, (grad_inputs, grad_weight, grad_bias): a list counts as one value."
+    if "incorrect number of gradients" in message:
+        return ("backward must return one value per input of forward, in order: (grad_inputs, grad_weight, "
+                "grad_bias). None is fine for an input that needs no gradient, and extra trailing Nones are ignored.")
+    if "forward input was not a Variable" in message:
+        return "when bias is None (or not given) its gradient must be None: compute grad_bias only if bias is not None."
+    if "invalid gradient" in message:
+        return "each gradient must have its input's shape: weight is (out, in), so grad_weight = grad_output.t() @ inputs."
+    if isinstance(error, IndexError):
+        return ("ctx.needs_input_grad has one entry per input forward received: with two inputs there is no "
+                "needs_input_grad[2]. Test `bias is not None` before reading it.")
+    return "run each call on its own in a cell to see where it fails."
+
+
+@exercise("ch5.custom_linear")
+def check_custom_linear(cls):
+    if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
+        return wrong("the answer should be your class, a subclass of torch.autograd.Function.", "pass the class itself: MyLinear.")
+    forward, backward = inspect.getattr_static(cls, "forward"), inspect.getattr_static(cls, "backward")
+    raw = [getattr(method, "__func__", method) for method in (forward, backward)]
+    if all(_is_stub_function(function) for function in raw):
+        return not_attempted()
+    if not (isinstance(forward, staticmethod) and isinstance(backward, staticmethod)):
+        return wrong(
+            "forward and backward must both be @staticmethod, with ctx as their first argument.",
+            "the old form with self (and calling MyLinear()(...)) fails on torch 2.x; write @staticmethod and call MyLinear.apply(...).",
+        )
+    for label, arguments in _linear_cases():
+        bias = arguments[2] if len(arguments) > 2 else None
+        expected = torch.nn.functional.linear(*(a.detach() if a is not None else None for a in arguments[:2]),
+                                              None if bias is None else bias.detach())
+        try:
+            out = cls.apply(*arguments)
+            if not isinstance(out, torch.Tensor) or out.shape != expected.shape or not torch.allclose(out.detach(), expected):
+                return wrong(f"{label} does not compute inputs @ weight.t() + bias.", "forward should return inputs @ weight.t(), plus bias when it is given.")
+            passed = torch.autograd.gradcheck(cls.apply, arguments, raise_exception=False)
+        except Exception as error:  # noqa: BLE001 - the learner's code raised: turn it into a hint
+            return wrong(f"{label}: backward raised {type(error).__name__}: {str(error).split(' Hint:')[0]}", _hint_for(error))
+        if not passed:
+            return wrong(
+                f"{label}: gradcheck found a gradient that differs from finite differences.",
+                "grad_inputs = grad_output @ weight, grad_weight = grad_output.t() @ inputs, grad_bias = grad_output.sum(0); "
+                "return None only for inputs that need no gradient.",
+            )
+    return correct("forward matches nn.functional.linear, and backward passes gradcheck with and without a bias, "
+                   "with frozen inputs or weight: one gradient per input, None where there is none.")
