@@ -1,5 +1,8 @@
 """Chapter 4 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
 
+import copy
+
+import numpy as np
 import pytest
 import torch
 
@@ -13,7 +16,7 @@ def status_of(exercise_id, answer):
 
 def test_chapter4_exercises_are_registered():
     ids = tl.exercise_ids()
-    for name in ("independent_copy", "predict_grad", "safe_update", "predict_versions"):
+    for name in ("independent_copy", "predict_grad", "safe_update", "predict_versions", "new_leaf", "predict_modes"):
         assert f"ch4.{name}" in ids
 
 
@@ -28,12 +31,14 @@ def stub_two(w, lr):
     ...
 
 
-@pytest.mark.parametrize("exercise_id", ["ch4.independent_copy", "ch4.predict_grad", "ch4.safe_update", "ch4.predict_versions"])
+@pytest.mark.parametrize(
+    "exercise_id", ["ch4.independent_copy", "ch4.predict_grad", "ch4.safe_update", "ch4.predict_versions", "ch4.new_leaf", "ch4.predict_modes"]
+)
 def test_ellipsis_is_not_attempted(exercise_id):
     assert status_of(exercise_id, ...).status == "not attempted"
 
 
-@pytest.mark.parametrize("exercise_id, stub", [("ch4.independent_copy", stub_one), ("ch4.safe_update", stub_two)])
+@pytest.mark.parametrize("exercise_id, stub", [("ch4.independent_copy", stub_one), ("ch4.safe_update", stub_two), ("ch4.new_leaf", stub_one)])
 def test_stub_function_is_not_attempted(exercise_id, stub):
     assert status_of(exercise_id, stub).status == "not attempted"
 
@@ -43,7 +48,17 @@ def test_stub_function_is_not_attempted(exercise_id, stub):
 
 @pytest.mark.parametrize(
     "solution",
-    [lambda x: x.detach().clone(), lambda x: x.clone().detach(), lambda x: x.detach().clone(memory_format=torch.contiguous_format)],
+    [
+        lambda x: x.detach().clone(),
+        lambda x: x.clone().detach(),
+        lambda x: x.detach().clone(memory_format=torch.contiguous_format),
+        # unusual but right: clone then detach the clone in place, copy through NumPy, arithmetic on a detached alias
+        lambda x: x.clone().detach_(),
+        lambda x: torch.from_numpy(x.detach().numpy().copy()),
+        lambda x: x.detach().to(copy=True),
+        lambda x: x.detach() * 1,
+        lambda x: torch.tensor(x.tolist(), dtype=x.dtype),
+    ],
 )
 def test_independent_copy_solutions(solution):
     assert_correct("ch4.independent_copy", solution)
@@ -79,6 +94,46 @@ def test_independent_copy_rejects_other_mistakes(wrong_answer):
     assert_wrong("ch4.independent_copy", wrong_answer)
 
 
+def clone_with_recording_left_off(x):
+    torch.set_grad_enabled(False)  # never switched back on
+    return x.clone()
+
+
+def test_independent_copy_rejects_grad_mode_left_off_and_restores_it():
+    feedback = assert_wrong("ch4.independent_copy", clone_with_recording_left_off)
+    assert "switched off" in feedback.message
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize(
+    "changes_x",
+    [
+        lambda x: x.requires_grad_(False).clone() if x.is_leaf else x.detach().clone(),  # turns off x's gradient
+        lambda x: x.detach_().clone(),  # takes x itself out of the graph
+    ],
+)
+def test_independent_copy_rejects_changing_x(changes_x):
+    feedback = assert_wrong("ch4.independent_copy", changes_x)
+    assert "changed x itself" in feedback.message
+
+
+def test_independent_copy_rejects_a_new_leaf_and_a_recorded_copy():
+    assert "new leaf" in assert_wrong("ch4.independent_copy", lambda x: x.detach().clone().requires_grad_() if x.is_floating_point() else x.clone()).message
+    assert "graph" in assert_wrong("ch4.independent_copy", lambda x: torch.empty_like(x).copy_(x)).message  # CopyBackwards
+    assert_wrong("ch4.independent_copy", copy.deepcopy)  # a leaf's deepcopy requires grad; a non-leaf's raises
+
+
+def test_independent_copy_rejects_a_contiguous_alias():
+    # contiguous() and flatten().reshape() return x's own memory whenever x is already contiguous
+    assert "shares memory" in assert_wrong("ch4.independent_copy", lambda x: x.detach().contiguous()).message
+    assert "shares memory" in assert_wrong("ch4.independent_copy", lambda x: x.detach().flatten().reshape(x.shape)).message
+
+
+def test_independent_copy_rejects_an_answer_that_fails_on_0_dim():
+    # right for every input but the 0-dim one, where iterating over x raises
+    assert "raised" in assert_wrong("ch4.independent_copy", lambda x: torch.stack(list(x.detach()))).message
+
+
 def test_independent_copy_rejects_a_non_function():
     assert_wrong("ch4.independent_copy", torch.zeros(3))
 
@@ -92,7 +147,16 @@ def test_predict_grad_program_matches_hand_derivation():
     assert torch.equal(predict_grad_program(), torch.tensor([3.0, 6.0, 9.0]))
 
 
-@pytest.mark.parametrize("answer", [[3.0, 6.0, 9.0], (3, 6, 9), torch.tensor([3.0, 6.0, 9.0])])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [3.0, 6.0, 9.0],
+        (3, 6, 9),
+        torch.tensor([3.0, 6.0, 9.0]),
+        np.array([3.0, 6.0, 9.0]),  # unusual: a NumPy array
+        torch.tensor([3.0, 6.0, 9.0], dtype=torch.float64, requires_grad=True),  # unusual: a tensor that requires grad
+    ],
+)
 def test_predict_grad_correct(answer):
     assert_correct("ch4.predict_grad", answer)
 
@@ -103,6 +167,11 @@ def test_predict_grad_correct(answer):
 )
 def test_predict_grad_wrong(answer, word):
     assert word in assert_wrong("ch4.predict_grad", answer).hint
+
+
+def test_predict_grad_rejects_near_misses():
+    assert_wrong("ch4.predict_grad", [3.00002, 6.0, 9.0])
+    assert_wrong("ch4.predict_grad", [3.0, 6.0, 8.0])
 
 
 def test_predict_grad_wrong_shape():
@@ -129,7 +198,34 @@ def sgd_step_copy(w, lr):
         w.copy_(w - lr * w.grad)
 
 
-@pytest.mark.parametrize("solution", [sgd_step_no_grad, sgd_step_detach, sgd_step_copy])
+def sgd_step_inference_mode(w, lr):
+    with torch.inference_mode():  # w is a normal tensor: its edit is still counted
+        w.sub_(lr * w.grad)
+    return w
+
+
+def sgd_step_optimizer(w, lr):
+    torch.optim.SGD([w], lr=lr).step()
+    return w
+
+
+def sgd_step_out_argument(w, lr):
+    alias = w.detach()
+    torch.add(alias, w.grad, alpha=-lr, out=alias)
+    return w
+
+
+def sgd_step_then_clear_grad(w, lr):
+    with torch.no_grad():
+        w -= lr * w.grad
+    w.grad = None  # what zero_grad() does by default
+    return w
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [sgd_step_no_grad, sgd_step_detach, sgd_step_copy, sgd_step_inference_mode, sgd_step_optimizer, sgd_step_out_argument, sgd_step_then_clear_grad],
+)
 def test_safe_update_solutions(solution):
     assert_correct("ch4.safe_update", solution)
 
@@ -154,6 +250,52 @@ def test_safe_update_rejects_data_with_version_hint():
 def sgd_step_recorded(w, lr):
     w -= lr * w.grad
     return w
+
+
+def sgd_step_recording_left_off(w, lr):
+    torch.set_grad_enabled(False)
+    w -= lr * w.grad
+    return w
+
+
+def test_safe_update_rejects_grad_mode_left_off_and_restores_it():
+    assert "switched off" in assert_wrong("ch4.safe_update", sgd_step_recording_left_off).message
+    assert torch.is_grad_enabled()
+
+
+def sgd_step_scales_the_gradient(w, lr):
+    with torch.no_grad():
+        w.grad.mul_(lr)
+        w -= w.grad
+    return w
+
+
+def test_safe_update_rejects_changing_the_gradient():
+    assert "w.grad" in assert_wrong("ch4.safe_update", sgd_step_scales_the_gradient).message
+
+
+def sgd_step_no_grad_data(w, lr):
+    with torch.no_grad():
+        w.data -= lr * w.grad
+    return w
+
+
+def sgd_step_through_numpy(w, lr):
+    values = w.detach().numpy()
+    values -= lr * w.grad.numpy()
+    return w
+
+
+def sgd_step_set(w, lr):
+    with torch.no_grad():
+        w.set_(w - lr * w.grad)
+    return w
+
+
+def test_safe_update_rejects_invisible_and_relocating_edits():
+    assert "_version" in assert_wrong("ch4.safe_update", sgd_step_no_grad_data).message
+    assert "_version" in assert_wrong("ch4.safe_update", sgd_step_through_numpy).message
+    assert "other memory" in assert_wrong("ch4.safe_update", sgd_step_set).message
 
 
 def test_safe_update_rejects_recorded_leaf_edit():
@@ -209,7 +351,16 @@ def test_predict_versions_program():
     assert predict_versions_program() == (2, 2, 2, 1, 1)
 
 
-@pytest.mark.parametrize("answer", [(2, 2, 2, 1, 1), [2, 2, 2, 1, 1], {"t": 2, "v": 2, "d": 2, "p": 1, "c": 1}])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (2, 2, 2, 1, 1),
+        [2, 2, 2, 1, 1],
+        {"t": 2, "v": 2, "d": 2, "p": 1, "c": 1},
+        (np.int64(2), 2, 2, np.int64(1), 1),  # unusual: NumPy integers
+        torch.tensor([2, 2, 2, 1, 1]),  # unusual: a tensor
+    ],
+)
 def test_predict_versions_correct(answer):
     assert_correct("ch4.predict_versions", answer)
 
@@ -232,3 +383,95 @@ def test_predict_versions_wrong(answer, word):
 def test_predict_versions_wrong_format():
     assert_wrong("ch4.predict_versions", (2, 2, 2))
     assert_wrong("ch4.predict_versions", "2 2 2 1 1")
+    assert_wrong("ch4.predict_versions", (2.0, 2, 2, 1, 1))
+    assert_wrong("ch4.predict_versions", (True,) * 5)
+
+
+# --- ch4.new_leaf -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda x: x.detach().clone().requires_grad_(),
+        lambda x: x.clone().detach().requires_grad_(),
+        # unusual but right: a Parameter, a tensor rebuilt from a list, a deepcopy of the detached alias
+        lambda x: torch.nn.Parameter(x.detach().clone()),
+        lambda x: torch.tensor(x.tolist(), dtype=x.dtype, requires_grad=True),
+        lambda x: copy.deepcopy(x.detach()).requires_grad_(),
+    ],
+)
+def test_new_leaf_solutions(solution):
+    assert_correct("ch4.new_leaf", solution)
+
+
+def test_new_leaf_rejects_the_clone_trap():
+    feedback = assert_wrong("ch4.new_leaf", lambda x: x.clone().requires_grad_())
+    assert "CloneBackward0" in feedback.message and "not a leaf" in feedback.message
+    assert "detach" in feedback.hint
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        (lambda x: x.detach().requires_grad_(), "shares memory"),  # a leaf over x's memory
+        (lambda x: x.detach().clone(), "does not require grad"),
+        (lambda x: x.requires_grad_(), "shares memory"),  # x itself
+        (lambda x: x.detach().float().clone().requires_grad_(), "dtype"),  # converts the float64 input
+    ],
+)
+def test_new_leaf_rejects_mistakes(answer, word):
+    assert word in assert_wrong("ch4.new_leaf", answer).message
+
+
+def turns_x_off_then_copies(x):
+    if x.is_leaf:
+        x.requires_grad_(False)
+    return x.detach().clone().requires_grad_()
+
+
+def test_new_leaf_rejects_changing_x():
+    assert "changed x itself" in assert_wrong("ch4.new_leaf", turns_x_off_then_copies).message
+
+
+def test_new_leaf_rejects_non_functions_and_crashes():
+    assert_wrong("ch4.new_leaf", torch.zeros(3, requires_grad=True))
+    assert_wrong("ch4.new_leaf", copy.deepcopy)  # raises on the non-leaf input
+
+
+# --- ch4.predict_modes --------------------------------------------------------------------------------------
+
+
+def test_predict_modes_program():
+    from tutorial_lib.exercises.chapter4 import predict_modes_program
+
+    assert predict_modes_program() == (1, 2, "error")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [(1, 2, "error"), [1, 2, "raises"], (np.int64(1), 2, RuntimeError), (1, 2, "RuntimeError"), (1, 2, " Error ")],
+)
+def test_predict_modes_correct(answer):
+    assert_correct("ch4.predict_modes", answer)
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        ((1, 1, "error"), "both x.add_(1)"),  # inference_mode thought to stop counting x's edit
+        ((1, 2, 1), "inference tensor"),  # b thought to have a counter
+        ((1, 2, 0), "inference tensor"),
+        ((0, 1, "error"), "no_grad"),  # no_grad thought to stop version counting
+        ((0, 2, "error"), "no_grad"),
+    ],
+)
+def test_predict_modes_wrong(answer, word):
+    assert word in assert_wrong("ch4.predict_modes", answer).hint
+
+
+def test_predict_modes_wrong_format():
+    assert_wrong("ch4.predict_modes", (1, 2))
+    assert_wrong("ch4.predict_modes", "1 2 error")
+    assert_wrong("ch4.predict_modes", (True, 2, "error"))
+    assert_wrong("ch4.predict_modes", (1, 2, "maybe"))

@@ -7,6 +7,7 @@ what the same program really produces.
 
 from __future__ import annotations
 
+import operator
 
 import torch
 
@@ -25,7 +26,36 @@ def _as_values(answer, length: int):
     return values if values.numel() == length else None
 
 
+def _whole_numbers(answer, length: int):
+    """The learner's tuple/list/tensor/array of ``length`` integers as a tuple of ints, or None (bools and floats are not)."""
+    if isinstance(answer, torch.Tensor):
+        answer = answer.tolist() if answer.dim() == 1 else None
+    elif hasattr(answer, "tolist") and getattr(answer, "ndim", None) == 1:  # a numpy array
+        answer = answer.tolist()
+    if not isinstance(answer, (tuple, list)) or len(answer) != length:
+        return None
+    numbers = []
+    for item in answer:
+        if isinstance(item, bool) or getattr(item, "dtype", None) == bool:
+            return None
+        try:
+            numbers.append(operator.index(item))
+        except TypeError:
+            return None
+    return tuple(numbers)
+
+
 # --- ch4.independent_copy --------------------------------------------------------------------------------
+
+
+def _graph_flags(x: torch.Tensor) -> tuple[bool, bool, str | None]:
+    """What the learner must not change on the input: (requires_grad, is_leaf, grad_fn's class name)."""
+    return x.requires_grad, x.is_leaf, type(x.grad_fn).__name__ if x.grad_fn is not None else None
+
+
+def _describe_flags(flags) -> str:
+    requires_grad, is_leaf, grad_fn = flags
+    return f"requires_grad={requires_grad}, is_leaf={is_leaf}, grad_fn={grad_fn}"
 
 
 def _copy_inputs():
@@ -35,6 +65,8 @@ def _copy_inputs():
         ("a result inside a graph (leaf * 2)", leaf * 2),
         ("a transposed (non-contiguous) matrix", torch.arange(6.0).view(2, 3).t()),
         ("an int64 tensor", torch.arange(4)),
+        ("a 0-dim leaf that requires grad", torch.tensor(7.0, requires_grad=True)),
+        ("an expanded tensor (stride 0)", torch.tensor([1.0, 2.0]).expand(3, 2)),
     ]
 
 
@@ -44,9 +76,27 @@ def check_independent_copy(fn):
         return wrong("the answer should be a function such as `def independent_copy(x): ...`.", "define the function, then pass its name.")
     if _is_stub_function(fn):
         return not_attempted()
+    grad_mode_before = torch.is_grad_enabled()
     for description, x in _copy_inputs():
         before, version_before = x.detach().clone(), x._version
-        result = fn(x)
+        flags_before = _graph_flags(x)
+        try:
+            result = fn(x)
+        finally:
+            grad_mode_after = torch.is_grad_enabled()
+            torch.set_grad_enabled(grad_mode_before)
+        if grad_mode_after != grad_mode_before:
+            return wrong(
+                "your function left gradient recording switched off for everything that runs after it.",
+                "use `with torch.no_grad():` (it switches recording back on at the end), or simply x.detach().clone().",
+            )
+        if _graph_flags(x) != flags_before:
+            return wrong(
+                f"your function changed x itself ({description}): before, {_describe_flags(flags_before)}; "
+                f"after, {_describe_flags(_graph_flags(x))}.",
+                "leave x as it is: requires_grad_(False) and detach_() change the tensor you were given. "
+                "x.detach() makes a new tensor and leaves x alone.",
+            )
         if not isinstance(result, torch.Tensor):
             return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the copy.")
         if not torch.equal(x.detach(), before) or x._version != version_before:
@@ -66,6 +116,11 @@ def check_independent_copy(fn):
             return wrong(
                 f"for {description} the result shares memory with x: writing into it would change x.",
                 "detach() (like .data) is a view of x's storage. Copy the numbers with clone().",
+            )
+        if result.grad_fn is None and result.requires_grad:
+            return wrong(
+                f"for {description} the result is a new leaf that requires grad: gradients would collect in it.",
+                "an independent copy should not require grad. Leave out requires_grad_().",
             )
         if result.requires_grad or result.grad_fn is not None:
             grad_fn = type(result.grad_fn).__name__ if result.grad_fn is not None else None
@@ -96,7 +151,7 @@ def check_predict_grad(answer):
         return wrong("the answer should be three numbers, e.g. [1.0, 2.0, 3.0] (the values of x.grad).", "x has three elements, so x.grad has three.")
     truth = predict_grad_program().double()
     x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
-    if torch.allclose(values, truth):
+    if torch.allclose(values, truth, rtol=0, atol=1e-6):
         return correct(f"x.grad is {truth.tolist()}: 2x through the clone, plus z (= x) through x * z, and nothing through z * z.")
     if torch.allclose(values, 6 * x):
         return wrong(
@@ -136,6 +191,7 @@ def check_safe_update(fn):
     pending = (w**3).sum()  # a graph that saved w and has not run backward yet
     old_values, gradient = w.detach().clone(), w.grad.clone()
     old_pointer, old_version = w.data_ptr(), w._version
+    grad_mode_before = torch.is_grad_enabled()
     try:
         result = fn(w, lr)
     except RuntimeError as error:
@@ -145,6 +201,19 @@ def check_safe_update(fn):
                 "an optimizer step is not part of the model: make the edit inside `with torch.no_grad():`.",
             )
         raise
+    finally:
+        grad_mode_after = torch.is_grad_enabled()
+        torch.set_grad_enabled(grad_mode_before)
+    if grad_mode_after != grad_mode_before:
+        return wrong(
+            "your function left gradient recording switched off: the next forward pass would record no graph.",
+            "use `with torch.no_grad():`, which switches recording back on when the block ends.",
+        )
+    if w.grad is not None and not torch.equal(w.grad, gradient):
+        return wrong(
+            "your function changed w.grad itself.",
+            "compute lr * w.grad as a new tensor (w -= lr * w.grad) instead of scaling the gradient in place.",
+        )
     if torch.equal(w.detach(), old_values):
         return wrong(
             "w itself did not change: your function made a new tensor instead of updating w in place.",
@@ -208,9 +277,9 @@ def check_predict_versions(answer):
     truth = predict_versions_program()
     if isinstance(answer, dict):
         answer = tuple(answer.get(name) for name in names)
-    if not isinstance(answer, (tuple, list)) or len(answer) != 5 or not all(isinstance(a, int) for a in answer):
+    answer = _whole_numbers(answer, 5)
+    if answer is None:
         return wrong("the answer should be five whole numbers: the versions of (t, v, d, p, c).", "e.g. answer = (0, 0, 0, 0, 0).")
-    answer = tuple(answer)
     if answer == truth:
         return correct(
             f"(t, v, d, p, c) are at versions {truth}: t, its view v and t.detach() count every in-place op "
@@ -232,4 +301,142 @@ def check_predict_versions(answer):
     return wrong(
         f"t, v and d are not at version {t}.",
         "t, v and d read one shared counter: count every in-place op made through any of the three.",
+    )
+
+
+# --- ch4.new_leaf ---------------------------------------------------------------------------------------
+
+
+def _leaf_inputs():
+    leaf = torch.tensor([1.5, -2.0, 3.25], requires_grad=True)
+    return [
+        ("a leaf that requires grad", leaf),
+        ("a result inside a graph (leaf * 2)", leaf * 2),
+        ("a transposed float matrix that does not require grad", torch.arange(6.0).view(2, 3).t()),
+        ("a 0-dim float64 leaf that requires grad", torch.tensor(0.5, dtype=torch.float64, requires_grad=True)),
+    ]
+
+
+@exercise("ch4.new_leaf")
+def check_new_leaf(fn):
+    if not callable(fn):
+        return wrong("the answer should be a function such as `def fresh_leaf(x): ...`.", "define the function, then pass its name.")
+    if _is_stub_function(fn):
+        return not_attempted()
+    grad_mode_before = torch.is_grad_enabled()
+    for description, x in _leaf_inputs():
+        before, version_before, flags_before = x.detach().clone(), x._version, _graph_flags(x)
+        try:
+            result = fn(x)
+        finally:
+            grad_mode_after = torch.is_grad_enabled()
+            torch.set_grad_enabled(grad_mode_before)
+        if grad_mode_after != grad_mode_before:
+            return wrong(
+                "your function left gradient recording switched off for everything that runs after it.",
+                "you do not need to switch recording off: x.detach() already leaves the graph.",
+            )
+        if not isinstance(result, torch.Tensor):
+            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the new leaf.")
+        if _graph_flags(x) != flags_before or x._version != version_before or not torch.equal(x.detach(), before):
+            return wrong(
+                f"your function changed x itself ({description}).",
+                "leave x as it is: build the new leaf from x.detach(), never call requires_grad_() or detach_() on x.",
+            )
+        if result.shape != x.shape or result.dtype != x.dtype or not torch.equal(result.detach(), before):
+            return wrong(
+                f"for {description} the result does not hold x's values with x's shape and dtype.",
+                "copy the numbers, do not convert them.",
+            )
+        if result.grad_fn is not None:
+            return wrong(
+                f"for {description} the result has grad_fn={type(result.grad_fn).__name__}: it is not a leaf, "
+                "so after backward() its .grad stays None and the gradient goes on to x.",
+                "requires_grad_() does not make a leaf; only detach() removes the grad_fn. Detach before you switch gradients on.",
+            )
+        if not result.requires_grad:
+            return wrong(f"for {description} the result does not require grad: backward() would give it no gradient.", "switch gradients on with requires_grad_().")
+        if shares_memory(result, x):
+            return wrong(
+                f"for {description} the result shares memory with x: the optimizer's updates of the new leaf would change x.",
+                "detach() shares x's memory; add a clone().",
+            )
+        x_grad_before = x.grad.clone() if x.is_leaf and x.grad is not None else None  # a non-leaf's .grad warns
+        (result.double() * 3).sum().backward()
+        if result.grad is None or not torch.equal(result.grad, torch.full_like(result, 3.0)):
+            return wrong(f"for {description} backward() did not fill the result's .grad.", "return a leaf that requires grad.")
+        x_grad_after = x.grad if x.is_leaf else None
+        if (x_grad_before is None) != (x_grad_after is None) or (x_grad_before is not None and not torch.equal(x_grad_before, x_grad_after)):
+            return wrong(f"for {description} a backward() through the result changed x.grad.", "the new leaf must not be connected to x.")
+    return correct("a leaf that requires grad, with x's values, its own memory and its own .grad, for every input tried.")
+
+
+# --- ch4.predict_modes ----------------------------------------------------------------------------------
+
+RAISES = "error"
+
+
+def predict_modes_program() -> tuple:
+    """The program of the exercise, run for real: (a._version, x._version, b._version), with "error" where reading raises."""
+    x = torch.zeros(3)
+    with torch.no_grad():
+        a = x * 2
+        a.add_(1)
+        x.add_(1)
+    with torch.inference_mode():
+        b = x * 2
+        b.add_(1)
+        x.add_(1)
+    results = []
+    for tensor in (a, x, b):
+        try:
+            results.append(tensor._version)
+        except RuntimeError:
+            results.append(RAISES)
+    return tuple(results)
+
+
+def _version_or_error(item):
+    """A predicted version: an int, or RAISES for 'reading it raises' (said as a word or an exception class)."""
+    if isinstance(item, str):
+        word = item.strip().lower()
+        return RAISES if any(key in word for key in ("error", "raise", "exception", "fail")) else None
+    if isinstance(item, type) and issubclass(item, Exception):
+        return RAISES
+    if isinstance(item, bool):
+        return None
+    try:
+        return operator.index(item)
+    except TypeError:
+        return None
+
+
+@exercise("ch4.predict_modes")
+def check_predict_modes(answer):
+    truth = predict_modes_program()
+    form = "three entries: (a._version, x._version, b._version), each a whole number or the string \"error\"."
+    if not isinstance(answer, (tuple, list)) or len(answer) != 3:
+        return wrong(f"the answer should be {form}", 'e.g. answer = (0, 0, "error").')
+    predicted = tuple(_version_or_error(item) for item in answer)
+    if None in predicted:
+        return wrong(f"the answer should be {form}", 'e.g. answer = (0, 0, "error").')
+    if predicted == truth:
+        return correct(
+            f"(a, x, b) -> {truth}: no_grad keeps counting, inference_mode counts edits of x (a normal tensor) "
+            "but b, made inside it, is an inference tensor with no counter at all."
+        )
+    a_version, x_version, b_version = predicted
+    if a_version != truth[0]:
+        return wrong(
+            "look again at a, made under no_grad.",
+            "no_grad stops recording operations, not version counting: a.add_(1) moves a's counter.",
+        )
+    if b_version != truth[2]:
+        return wrong(
+            "look again at b, made inside inference_mode.",
+            "a tensor created inside inference_mode is an inference tensor: it has no version counter, and reading _version raises.",
+        )
+    return wrong(
+        "look again at x.",
+        "x existed before both blocks, so it is a normal tensor: both x.add_(1) calls are counted, under no_grad and under inference_mode.",
     )
