@@ -49,6 +49,8 @@ def test_stub_function_is_not_attempted(exercise_id, stub):
         lambda x: x[..., ::2],
         lambda x: x.t()[::2].t(),
         lambda x: x.as_strided((x.shape[0], (x.shape[1] + 1) // 2), (x.stride(0), 2 * x.stride(1)), x.storage_offset()),
+        lambda x: x.unfold(1, 1, 2).squeeze(-1),  # windows of width 1, every 2nd column
+        lambda x: x.detach()[:, ::2],
     ],
 )
 def test_make_view_solutions(solution):
@@ -68,6 +70,8 @@ def test_make_view_rejects_the_original_advanced_indexing():
         lambda x: x.index_select(1, torch.arange(0, x.shape[1], 2)),
         lambda x: x[:, ::2].clone(),
         lambda x: x[:, ::2].contiguous(),
+        lambda x: torch.stack([x[:, i] for i in range(0, x.shape[1], 2)], dim=1),
+        lambda x: x[:, ::2].flatten().view(x.shape[0], -1),
     ],
 )
 def test_make_view_rejects_copies(copying):
@@ -99,7 +103,7 @@ def test_make_view_learner_error_is_feedback():
 
 # --- ch2.predict_view_or_copy -------------------------------------------------------------------------------
 
-SOLUTION = ["view", "copy", "copy", "view", "copy", "view", "copy", "view", "copy", "copy"]
+SOLUTION = ["view", "copy", "copy", "view", "copy", "view", "copy", "view", "copy", "copy", "same tensor", "view"]
 
 
 def test_truth_matches_the_written_solution():
@@ -108,10 +112,46 @@ def test_truth_matches_the_written_solution():
     assert len(PREDICT_EXPRESSIONS) == len(SOLUTION)
 
 
+def plain_torch_verdict(expression):
+    """The verdict from plain torch alone (not view_or_copy): identity, storage pointer, and a write that shows."""
+    x = torch.arange(12.0).reshape(3, 4)
+    result = eval(expression, {"torch": torch}, {"x": x})
+    if result is x:
+        return "same tensor"
+    same_storage = result.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    before = x.clone()
+    result.fill_(-1.0)
+    wrote_through = not torch.equal(x, before)
+    assert same_storage == wrote_through, expression
+    return "view" if wrote_through else "copy"
+
+
+@pytest.mark.parametrize("expression, expected", list(zip(PREDICT_EXPRESSIONS, SOLUTION)))
+def test_solution_matches_plain_torch(expression, expected):
+    # view_or_copy has known wrong verdicts on odd inputs; these twelve are checked without it.
+    assert plain_torch_verdict(expression) == expected
+
+
 def test_predict_solution_as_list_tuple_and_dict():
     assert_correct("ch2.predict_view_or_copy", SOLUTION)
     assert_correct("ch2.predict_view_or_copy", tuple(word.upper() for word in SOLUTION))
     assert_correct("ch2.predict_view_or_copy", dict(zip(PREDICT_EXPRESSIONS, SOLUTION)))
+
+
+@pytest.mark.parametrize("spelling", ["same_tensor", "  Same-Tensor ", "SAME  TENSOR"])
+def test_predict_accepts_same_tensor_spellings(spelling):
+    answer = [f" {word.title()} " for word in SOLUTION]
+    answer[10] = spelling
+    assert_correct("ch2.predict_view_or_copy", answer)
+
+
+def test_predict_same_tensor_is_a_verdict_not_a_format_error():
+    # "same tensor" where the truth is "copy": a wrong prediction with its hint, not "the answer should be a list".
+    believed = list(SOLUTION)
+    believed[6] = "same tensor"  # x.t().contiguous()
+    feedback = assert_wrong("ch2.predict_view_or_copy", believed)
+    assert "11 of 12" in feedback.message and "#7" in feedback.message
+    assert "contiguous" in feedback.hint
 
 
 def test_predict_seed_article_beliefs_are_wrong():
@@ -119,7 +159,7 @@ def test_predict_seed_article_beliefs_are_wrong():
     believed = list(SOLUTION)
     believed[4] = "view"
     feedback = assert_wrong("ch2.predict_view_or_copy", believed)
-    assert "9 of 10" in feedback.message
+    assert "11 of 12" in feedback.message
     assert "index_select" in feedback.hint
 
 
@@ -131,9 +171,35 @@ def test_predict_reshape_always_view_is_wrong():
     assert "reshape" in feedback.hint
 
 
-@pytest.mark.parametrize("malformed", [["view"] * 9, "view copy", [True] * 10, ["views"] * 10, 3, {"x[:, 1:3]": "view"}])
+def test_predict_any_tensor_in_brackets_copies_is_wrong():
+    believed = list(SOLUTION)
+    believed[11] = "copy"  # x[x[:, 0].argmax()]
+    feedback = assert_wrong("ch2.predict_view_or_copy", believed)
+    assert "#12" in feedback.message
+    assert "0-dim integer tensor" in feedback.hint
+
+
+def test_predict_contiguous_is_a_view_is_wrong():
+    believed = list(SOLUTION)
+    believed[10] = "view"  # x.contiguous() on contiguous x
+    feedback = assert_wrong("ch2.predict_view_or_copy", believed)
+    assert "#11" in feedback.message
+    assert "x itself" in feedback.hint
+
+
+def test_predict_all_copies_and_all_views_are_wrong():
+    assert_wrong("ch2.predict_view_or_copy", ["copy"] * len(SOLUTION))
+    assert_wrong("ch2.predict_view_or_copy", ["view"] * len(SOLUTION))
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [["view"] * 11, "view copy", [True] * 12, ["views"] * 12, 3, {"x[:, 1:3]": "view"}, ["same"] * 12, SOLUTION[:10]],
+)
 def test_predict_malformed_answers(malformed):
-    assert "list of 10 words" in assert_wrong("ch2.predict_view_or_copy", malformed).message
+    feedback = assert_wrong("ch2.predict_view_or_copy", malformed)
+    assert "list of 12 words" in feedback.message
+    assert "same tensor" in feedback.message
 
 
 # --- ch2.inplace_update -------------------------------------------------------------------------------------
@@ -160,7 +226,17 @@ def add_through_numpy(y, x):
     np.add(y.numpy(), x.numpy(), out=y.numpy())
 
 
-@pytest.mark.parametrize("solution", [add_assign, add_method, add_out, add_returning, add_through_numpy])
+def add_through_data(y, x):
+    y.data += x  # .data is a new tensor object over y's memory: the write lands in y
+
+
+def add_dunder(y, x):
+    y.__iadd__(x)
+
+
+@pytest.mark.parametrize(
+    "solution", [add_assign, add_method, add_out, add_returning, add_through_numpy, add_through_data, add_dunder]
+)
 def test_inplace_update_solutions(solution):
     assert_correct("ch2.inplace_update", solution)
 
@@ -209,3 +285,16 @@ def test_inplace_update_rejects_other_mistakes():
     assert "other values" in assert_wrong("ch2.inplace_update", twice).message
     assert_wrong("ch2.inplace_update", "y += x")
 
+
+
+def subtract_negative(y, x):
+    y.sub_(-x)  # -x is a new tensor
+
+
+def add_a_clone(y, x):
+    y.add_(x.clone())
+
+
+@pytest.mark.parametrize("allocating", [subtract_negative, add_a_clone])
+def test_inplace_update_rejects_hidden_temporaries(allocating):
+    assert "allocated" in assert_wrong("ch2.inplace_update", allocating).message

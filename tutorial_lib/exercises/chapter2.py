@@ -57,8 +57,8 @@ def check_make_view(fn):
         if not shares_memory(result, x) or not same_storage(result, x):
             return wrong(
                 f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
-                "a list or a tensor of indices is advanced indexing, which always copies. Basic slicing with a step, "
-                "start:stop:step, gives a view: it only changes the offset and the strides.",
+                "a list, or a tensor of indices with at least one dimension, is advanced indexing, which copies. "
+                "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides.",
             )
     return correct(
         "same values as the advanced-indexing version, but a view: it reads x's own storage (the column stride "
@@ -72,7 +72,7 @@ def check_make_view(fn):
 #: principle each one tests (given as the hint when it is predicted wrongly).
 PREDICT_EXPRESSIONS = {
     "x[:, 1:3]": "basic slicing (ints, start:stop:step, None, ...) only changes the offset, shape and strides.",
-    "x[:, [1, 2]]": "a list inside the brackets is advanced indexing, and advanced indexing always copies, "
+    "x[:, [1, 2]]": "a list inside the brackets is advanced indexing, and indexing with a list always copies, "
     "even when the chosen elements happen to be equally spaced.",
     "x.t().reshape(12)": "reshape copies only when no strides can describe the new shape over the same storage: "
     "reading the transpose row by row jumps around in memory.",
@@ -88,7 +88,14 @@ PREDICT_EXPRESSIONS = {
     "result needs new memory.",
     "x.narrow(1, 0, 2).flatten()": "narrow gives a view, but its rows now have gaps between them in storage; "
     "flatten (a reshape) cannot jump over the gaps with a single stride.",
+    "x.contiguous()": "x is already contiguous, so contiguous() returns x itself: not a new view, the very same "
+    "Python object (x.contiguous() is x).",
+    "x[x[:, 0].argmax()]": "argmax returns a 0-dim integer tensor, and a 0-dim integer tensor in the brackets is "
+    "read as a plain int: basic indexing (a select), not advanced indexing.",
 }
+
+#: The verdicts a learner may give; "same tensor" also accepts "same_tensor", "Same-Tensor" and extra spaces.
+VERDICTS = ("view", "copy", "same tensor")
 
 
 def predict_inputs() -> dict[str, torch.Tensor]:
@@ -96,7 +103,7 @@ def predict_inputs() -> dict[str, torch.Tensor]:
 
 
 def predict_truth() -> list[str]:
-    """What ``view_or_copy`` records for each expression: "view" or "copy"."""
+    """What ``view_or_copy`` records for each expression: "view", "copy" or "same tensor"."""
     report = view_or_copy(list(PREDICT_EXPRESSIONS), **predict_inputs())
     return [row.verdict for row in report]
 
@@ -109,9 +116,12 @@ def _normalise(answer) -> list[str] | None:
         return None
     words = []
     for item in answer:
-        if not isinstance(item, str) or item.strip().lower() not in ("view", "copy"):
+        if not isinstance(item, str):
             return None
-        words.append(item.strip().lower())
+        word = " ".join(item.replace("_", " ").replace("-", " ").lower().split())
+        if word not in VERDICTS:
+            return None
+        words.append(word)
     return words
 
 
@@ -121,16 +131,18 @@ def check_predict_view_or_copy(answer):
     words = _normalise(answer)
     if words is None:
         return wrong(
-            f"the answer should be a list of {count} words, each \"view\" or \"copy\", in the order of the expressions.",
-            'e.g. answer = ["view", "copy", ...] with one entry per expression.',
+            f"the answer should be a list of {count} words, each \"view\", \"copy\" or \"same tensor\", in the order "
+            "of the expressions.",
+            'e.g. answer = ["view", "copy", "same tensor", ...] with one entry per expression.',
         )
     truth = predict_truth()
     expressions = list(PREDICT_EXPRESSIONS)
     missed = [i for i, (word, verdict) in enumerate(zip(words, truth)) if word != verdict]
     if not missed:
         return correct(
-            f"all {count} right, as view_or_copy records them: slicing, expand, diagonal and a reshape of contiguous "
-            "data are views; advanced indexing, index_select, masks and a reshape or contiguous() of scattered data copy."
+            f"all {count} right, as view_or_copy records them: slicing, indexing with a 0-dim integer tensor, expand, "
+            "diagonal and a reshape of contiguous data are views; lists, masks, index_select and a reshape or "
+            "contiguous() of scattered data copy; contiguous() of contiguous x is x itself."
         )
     listed = ", ".join(f"#{i + 1} `{expressions[i]}`" for i in missed)
     first = expressions[missed[0]]
