@@ -1,6 +1,8 @@
 """Chapter 3 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
 
+import copy
 import math
+import statistics
 
 import pytest
 import torch
@@ -10,7 +12,7 @@ import tutorial_lib as tl
 from exercise_asserts import assert_correct, assert_wrong
 
 
-IDS = ["ch3.count_nodes", "ch3.chain_rule", "ch3.freeze", "ch3.inference"]
+IDS = ["ch3.count_nodes", "ch3.chain_rule", "ch3.freeze", "ch3.inference", "ch3.average_loss"]
 
 
 def test_chapter3_exercises_are_registered():
@@ -38,7 +40,8 @@ def test_ellipsis_is_not_attempted(exercise_id):
 
 
 @pytest.mark.parametrize(
-    "exercise_id, stub", [("ch3.chain_rule", stub_two_args), ("ch3.freeze", stub_one_arg), ("ch3.inference", stub_predict)]
+    "exercise_id, stub",
+    [("ch3.chain_rule", stub_two_args), ("ch3.freeze", stub_one_arg), ("ch3.inference", stub_predict), ("ch3.average_loss", stub_predict)],
 )
 def test_stub_function_is_not_attempted(exercise_id, stub):
     assert tl.check(exercise_id, stub).status == "not attempted"
@@ -58,6 +61,15 @@ def test_count_nodes_program_agrees_with_autograd_graph():
 
 def test_count_nodes_correct():
     assert_correct("ch3.count_nodes", 5)
+
+
+def test_count_nodes_unusual_right_answers():
+    import numpy as np
+    from tutorial_lib.exercises.chapter3 import count_nodes_program
+
+    assert_correct("ch3.count_nodes", np.int64(5))  # e.g. from np.sum over a mask
+    counted = len([n for n in tl.autograd_graph(count_nodes_program()).nodes if n.kind == "backward"])
+    assert_correct("ch3.count_nodes", counted)  # counted with the tool instead of by hand
 
 
 @pytest.mark.parametrize("answer, word", [(7, "AccumulateGrad"), (6, "x * 2"), (8, "x * 2"), (4, "every operation"), (0, "every operation")])
@@ -89,7 +101,15 @@ def dz_dx2_via_chain(x1, x2):
     return dz_da * x1 + dz_dy2 * math.cos(x2)
 
 
-@pytest.mark.parametrize("solution", [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain])
+def dz_dx2_by_autograd(x1, x2):
+    # unusual but right: ask autograd itself, and return a one-element tensor
+    x1 = torch.tensor([x1], dtype=torch.float64)
+    x2 = torch.tensor([x2], dtype=torch.float64, requires_grad=True)
+    (torch.log(x1 * x2) * torch.sin(x2)).sum().backward()
+    return x2.grad
+
+
+@pytest.mark.parametrize("solution", [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain, dz_dx2_by_autograd])
 def test_chain_rule_solutions(solution):
     assert_correct("ch3.chain_rule", solution)
 
@@ -140,7 +160,27 @@ def freeze_by_names(model):
     return list(filter(lambda p: p.requires_grad, model.parameters()))
 
 
-@pytest.mark.parametrize("solution", [freeze_all_but_last, freeze_by_names])
+def freeze_walking_backwards(model):
+    # unusual but right: find the last layer by walking named_modules() from the end
+    for _, module in reversed(list(model.named_modules())):
+        own = list(module.parameters(recurse=False))
+        if own:
+            break
+    own_ids = {id(p) for p in own}
+    for p in model.parameters():
+        p.requires_grad = id(p) in own_ids
+    return own
+
+
+def freeze_by_recursive_parameters(model):
+    # unusual but right: the last module with any parameters (recursively) in pre-order is always a module
+    # with parameters of its own, since its children come after it
+    model.requires_grad_(False)
+    last = [m for m in model.modules() if any(True for _ in m.parameters())][-1]
+    return [p.requires_grad_() for p in last.parameters()]
+
+
+@pytest.mark.parametrize("solution", [freeze_all_but_last, freeze_by_names, freeze_walking_backwards, freeze_by_recursive_parameters])
 def test_freeze_solutions(solution):
     assert_correct("ch3.freeze", solution)
 
@@ -189,9 +229,45 @@ def freeze_last_instead(model):
     return [p for p in model.parameters() if p.requires_grad]
 
 
+def freeze_last_child(model):
+    # right for flat models, wrong for nested ones: the last child can be a whole container
+    model.requires_grad_(False)
+    last = [m for m in model.children() if any(True for _ in m.parameters())][-1]
+    last.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_by_top_level_name(model):
+    # the first part of the name ("1" in "1.2.weight") names the outer container, not the layer
+    names = [name for name, _ in model.named_parameters()]
+    top = names[-1].split(".")[0]
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.split(".")[0] == top)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_last_linear(model):
+    model.requires_grad_(False)
+    last = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
+    last.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_last_two_parameters(model):
+    model.requires_grad_(False)
+    last_two = list(model.parameters())[-2:]
+    for p in last_two:
+        p.requires_grad_(True)
+    return last_two
+
+
 @pytest.mark.parametrize(
     "answer, word",
     [
+        (freeze_last_child, "model.modules()"),  # accepted before the nested models were added
+        (freeze_by_top_level_name, "container"),  # accepted before the nested models were added
+        (freeze_last_linear, "LayerNorm"),  # accepted before the LayerNorm model was added
+        (freeze_last_two_parameters, "requires_grad=False"),
         (freeze_everything, "trainable"),
         (freeze_nothing, "requires_grad=False"),
         (freeze_only_others_without_unfreezing, "requires_grad=True"),
@@ -231,7 +307,58 @@ def predict_inference_mode(model, x):
         model.train(was_training)
 
 
-@pytest.mark.parametrize("solution", [predict_no_grad, predict_inference_mode])
+@torch.no_grad()
+def predict_decorated(model, x):
+    was_training = model.training
+    model.eval()
+    out = model(x)
+    model.train(was_training)
+    return out
+
+
+def predict_set_grad_enabled_block(model, x):
+    was_training = model.training
+    model.eval()
+    with torch.set_grad_enabled(False):
+        out = model(x)
+    model.train(was_training)
+    return out
+
+
+def predict_switch_off_and_on(model, x):
+    # unusual but right: grad mode switched off by a call, and switched back on before returning
+    was_training, was_enabled = model.training, torch.is_grad_enabled()
+    model.eval()
+    torch.set_grad_enabled(False)
+    out = model(x)
+    torch.set_grad_enabled(was_enabled)
+    model.train(was_training)
+    return out
+
+
+def predict_on_a_copy(model, x):
+    # unusual but right: evaluate a deep copy, so the model's own mode never changes
+    frozen_copy = copy.deepcopy(model).eval()
+    with torch.inference_mode():
+        return frozen_copy(x)
+
+
+def predict_with_flags_off(model, x):
+    # unusual but right: with no parameter requiring grad, nothing is recorded; the flags are put back
+    was_training, flags = model.training, [p.requires_grad for p in model.parameters()]
+    model.eval().requires_grad_(False)
+    out = model(x)
+    for p, flag in zip(model.parameters(), flags):
+        p.requires_grad_(flag)
+    model.train(was_training)
+    return out
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [predict_no_grad, predict_inference_mode, predict_decorated, predict_set_grad_enabled_block,
+     predict_switch_off_and_on, predict_on_a_copy, predict_with_flags_off],
+)
 def test_inference_solutions(solution):
     assert_correct("ch3.inference", solution)
 
@@ -267,14 +394,62 @@ def predict_detached_afterwards_without_eval(model, x):
     return model(x).detach()
 
 
+def predict_eval_then_detach(model, x):
+    was_training = model.training
+    model.eval()
+    out = model(x).detach()  # the graph was recorded, then cut off
+    model.train(was_training)
+    return out
+
+
+def predict_eval_then_data(model, x):
+    was_training = model.training
+    model.eval()
+    out = model(x).data
+    model.train(was_training)
+    return out
+
+
+def predict_grad_mode_left_off(model, x):
+    was_training = model.training
+    model.eval()
+    torch.set_grad_enabled(False)  # never switched back on
+    out = model(x)
+    model.train(was_training)
+    return out
+
+
+def predict_frozen_and_left_frozen(model, x):
+    was_training = model.training
+    model.eval().requires_grad_(False)
+    out = model(x)
+    model.train(was_training)
+    return out
+
+
+def predict_own_hooks_then_detach(model, x):
+    # saved-tensor hooks of the learner's own replace the checker's; the module outputs still show the graph
+    was_training = model.training
+    model.eval()
+    with torch.autograd.graph.save_on_cpu():
+        out = model(x).detach()
+    model.train(was_training)
+    return out
+
+
 @pytest.mark.parametrize(
     "answer, word",
     [
+        (predict_eval_then_detach, "detach"),  # accepted before: it recorded a graph and threw it away
+        (predict_eval_then_data, "detach"),
+        (predict_own_hooks_then_detach, "detach"),
+        (predict_grad_mode_left_off, "torch.no_grad()"),  # accepted before, and left grad mode off
+        (predict_frozen_and_left_frozen, "requires_grad"),
         (predict_eval_only, "no_grad"),
         (predict_no_grad_only, "model.eval()"),
         (predict_always_back_to_train, "was_training"),
         (predict_stays_in_eval, "was_training"),
-        (predict_detached_afterwards_without_eval, "model.eval()"),
+        (predict_detached_afterwards_without_eval, "detach"),
     ],
 )
 def test_inference_wrong(answer, word):
@@ -283,3 +458,131 @@ def test_inference_wrong(answer, word):
 
 def test_inference_rejects_non_tensor():
     assert_wrong("ch3.inference", lambda model, x: model(x).tolist())
+
+
+def test_inference_checker_switches_grad_mode_back_on():
+    assert_wrong("ch3.inference", predict_grad_mode_left_off)
+    assert torch.is_grad_enabled()
+
+
+def test_inference_checker_keeps_grad_mode_it_found():
+    with torch.no_grad():
+        assert_correct("ch3.inference", predict_no_grad)
+        assert not torch.is_grad_enabled()
+
+
+def test_inference_names_the_saved_tensors_of_a_detached_forward():
+    assert "saved" in assert_wrong("ch3.inference", predict_eval_then_detach).message
+
+
+# --- ch3.average_loss ---------------------------------------------------------------------------------------
+
+F = nn.functional
+
+
+def average_loss_item(model, batches):
+    total = 0.0
+    for inputs, targets in batches:
+        loss = F.mse_loss(model(inputs), targets)
+        total += loss.item()
+    return total / len(batches)
+
+
+def average_loss_no_grad_tensor_sum(model, batches):
+    # unusual but right: tensors are summed, but under no_grad none of them has a graph
+    with torch.no_grad():
+        total = sum(F.mse_loss(model(inputs), targets) for inputs, targets in batches)
+    return float(total / len(batches))
+
+
+def average_loss_fmean(model, batches):
+    return statistics.fmean(F.mse_loss(model(inputs), targets).item() for inputs, targets in batches)
+
+
+def average_loss_detach(model, batches):
+    total = torch.zeros(())
+    for inputs, targets in batches:
+        total += F.mse_loss(model(inputs), targets).detach()
+    return total.item() / len(batches)
+
+
+def average_loss_inference_stack(model, batches):
+    # unusual but right: a list of 0-dim losses is fine when none carries a graph
+    with torch.inference_mode():
+        return torch.stack([F.mse_loss(model(inputs), targets) for inputs, targets in batches]).mean().item()
+
+
+@pytest.mark.parametrize(
+    "solution", [average_loss_item, average_loss_no_grad_tensor_sum, average_loss_fmean, average_loss_detach, average_loss_inference_stack]
+)
+def test_average_loss_solutions(solution):
+    assert_correct("ch3.average_loss", solution)
+
+
+def average_loss_running_tensor(model, batches):
+    total = 0
+    for inputs, targets in batches:
+        total = total + F.mse_loss(model(inputs), targets)  # the leak: every graph stays alive
+    return (total / len(batches)).item()
+
+
+def average_loss_returns_graph(model, batches):
+    total = 0
+    for inputs, targets in batches:
+        total = total + F.mse_loss(model(inputs), targets)
+    return total / len(batches)
+
+
+def average_loss_list_of_losses(model, batches):
+    losses = [F.mse_loss(model(inputs), targets) for inputs, targets in batches]
+    return torch.stack(losses).mean().item()
+
+
+def average_loss_in_place_total(model, batches):
+    total = torch.zeros(())
+    for inputs, targets in batches:
+        total += F.mse_loss(model(inputs), targets)  # in place, still recorded: total becomes part of each graph
+    return total.item() / len(batches)
+
+
+def average_loss_sum(model, batches):
+    return sum(F.mse_loss(model(inputs), targets).item() for inputs, targets in batches)
+
+
+def average_loss_backward_to_free(model, batches):
+    total = 0.0
+    for inputs, targets in batches:
+        loss = F.mse_loss(model(inputs), targets)
+        loss.backward()  # frees the graph, but fills .grad
+        total += loss.item()
+    return total / len(batches)
+
+
+def average_loss_detached_tensor(model, batches):
+    with torch.no_grad():
+        return torch.stack([F.mse_loss(model(inputs), targets) for inputs, targets in batches]).mean()
+
+
+@pytest.mark.parametrize(
+    "answer, word",
+    [
+        (average_loss_running_tensor, "loss.item()"),
+        (average_loss_list_of_losses, "loss.item()"),
+        (average_loss_in_place_total, "loss.item()"),
+        (average_loss_returns_graph, "Python float"),
+        (average_loss_sum, "divide"),
+        (average_loss_backward_to_free, "backward()"),
+        (average_loss_detached_tensor, ".item()"),
+    ],
+)
+def test_average_loss_wrong(answer, word):
+    assert word in assert_wrong("ch3.average_loss", answer).hint
+
+
+def test_average_loss_leak_message_gives_bytes_per_batch():
+    message = assert_wrong("ch3.average_loss", average_loss_running_tensor).message
+    assert "more per batch" in message and "every batch's graph" in message
+
+
+def test_average_loss_rejects_non_function():
+    assert_wrong("ch3.average_loss", 1.25)

@@ -1,4 +1,5 @@
-"""Chapter 3 exercises: counting backward nodes, the chain rule, freezing layers, inference without a graph.
+"""Chapter 3 exercises: counting backward nodes, the chain rule, freezing layers, inference without a graph, a
+running loss that keeps no graph.
 
 Every checker runs torch itself: the program of an exercise is built for real and its graph counted, the
 learner's derivative is compared with autograd at several points, and the learner's functions are run on
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -51,12 +53,13 @@ def backward_node_names(t: torch.Tensor) -> list[str]:
 
 @exercise("ch3.count_nodes")
 def check_count_nodes(answer):
-    if isinstance(answer, bool) or not isinstance(answer, int):
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):  # numpy integers count too
         return wrong("the answer should be a whole number, e.g. answer = 3.", "count the backward nodes (names ending in Backward0).")
     with torch.random.fork_rng(devices=[]):
         y = count_nodes_program()
     names = backward_node_names(y)
     truth, leaves = len(names), 2  # w and b: one AccumulateGrad each
+    answer = int(answer)
     if answer == truth:
         return correct(f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still one node.")
     if answer == truth + leaves:
@@ -158,6 +161,20 @@ class _BackboneAndHead(nn.Module):
         return self.head(self.backbone(x))
 
 
+class _BlocksAndHeads(nn.Module):
+    """Containers inside containers: a ModuleList of Sequential blocks, then a ModuleDict of two Linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU())])
+        self.head = nn.ModuleDict({"hidden": nn.Linear(8, 8), "out": nn.Linear(8, 3)})
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head["out"](self.head["hidden"](x).relu())
+
+
 def _freeze_models():
     """(description, model) pairs; built inside the checker on a forked RNG."""
     all_frozen = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
@@ -168,7 +185,19 @@ def _freeze_models():
         ("a module with .backbone and .head", _BackboneAndHead()),
         ("a model whose last Linear has no bias", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2, bias=False))),
         ("a model that arrives with every parameter frozen", all_frozen),
+        (
+            "a Sequential of Sequentials (the last one holds two Linear layers)",
+            nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))),
+        ),
+        ("a model of a ModuleList of blocks and a ModuleDict head {'hidden', 'out'}", _BlocksAndHeads()),
+        ("a model whose last layer is a LayerNorm, not a Linear", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.LayerNorm(3))),
     ]
+
+
+def _inside_last_container(left_trainable, expected) -> bool:
+    """Whether the parameters left trainable all sit in the same top-level child as the last layer (``head.*``)."""
+    top = {name.split(".")[0] for name in expected}
+    return len(top) == 1 and all(name.split(".")[0] in top and name.count(".") > 1 for name in left_trainable)
 
 
 def last_layer(model: nn.Module) -> nn.Module:
@@ -211,7 +240,22 @@ def check_freeze(fn):
                     hint = "the last module here is a ReLU, which has no parameters: look for the last module that has parameters of its own."
                 return wrong(f"for {description} nothing is trainable afterwards.", hint)
             if frozen_too_much:
-                return wrong(f"for {description} {', '.join(frozen_too_much)} ended up frozen.", "the last layer (weight and bias) must stay trainable.")
+                hint = "the last layer (weight and bias) must stay trainable."
+                if left_trainable:
+                    hint = (
+                        f"you kept {', '.join(left_trainable)} trainable instead. The last layer is the last module in "
+                        "model.modules() with parameters of its own"
+                    )
+                    hint += ", whatever its type: a LayerNorm counts, not only a Linear." if "LayerNorm" in description else "."
+                return wrong(f"for {description}: {', '.join(frozen_too_much)} ended up frozen.", hint)
+            if _inside_last_container(left_trainable, expected):
+                return wrong(
+                    f"for {description} these are still trainable: {', '.join(left_trainable)}; the last layer is only "
+                    f"{', '.join(sorted(expected))}.",
+                    "a container (Sequential, ModuleList, ModuleDict) is not a layer: model.children() and the first part "
+                    "of a parameter's name stop at the outer container. Search model.modules(), which goes all the way "
+                    "down, for the last module with parameters of its own (parameters(recurse=False)).",
+                )
             return wrong(
                 f"for {description} these are still trainable: {', '.join(left_trainable)}.",
                 "set requires_grad=False on every parameter outside the last layer (p.requires_grad_(False)).",
@@ -248,6 +292,49 @@ def _buffers(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: value.clone() for name, value in model.named_buffers()}
 
 
+class _Recording:
+    """What happened to autograd while the learner's function ran."""
+
+    def __init__(self):
+        self.saved_count = 0
+        self.saved_bytes = 0
+        self.recorded_outputs = 0  # module outputs that came out with a grad_fn
+        self.grad_mode_after = True
+        self.inference_mode_after = False
+
+
+def _run_watched(fn, model, x) -> tuple[object, _Recording]:
+    """Run ``fn(model, x)`` with grad mode on, counting every tensor autograd saves for backward.
+
+    A saved tensor, or a layer output with a ``grad_fn``, is the sign that a graph was recorded, even when the
+    learner detaches the result afterwards.
+    Grad mode is read again when ``fn`` returns, then ``enable_grad`` puts back whatever it was before the check.
+    """
+    recording = _Recording()
+
+    def pack(tensor):
+        recording.saved_count += 1
+        recording.saved_bytes += tensor.numel() * tensor.element_size()
+        return tensor
+
+    def note_output(module, args, output):
+        # a second witness, for a learner who installs saved-tensor hooks of their own (which replace ours)
+        if isinstance(output, torch.Tensor) and output.grad_fn is not None:
+            recording.recorded_outputs += 1
+
+    handles = [module.register_forward_hook(note_output) for module in model.modules()]
+    try:
+        with torch.enable_grad():
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+                out = fn(model, x)
+            recording.grad_mode_after = torch.is_grad_enabled()
+            recording.inference_mode_after = torch.is_inference_mode_enabled()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return out, recording
+
+
 @exercise("ch3.inference")
 def check_inference(fn):
     if not callable(fn):
@@ -265,10 +352,20 @@ def check_inference(fn):
                 reference = reference_model(x)
             buffers = _buffers(model)
             modes = [m.training for m in model.modules()]
-            out = fn(model, x)
+            flags = [p.requires_grad for p in model.parameters()]
+            out, recording = _run_watched(fn, model, x)
         mode = "training" if start_in_training else "eval"
         if is_stub(out):
             return not_attempted()
+        if not recording.grad_mode_after or recording.inference_mode_after:
+            return wrong(
+                "after predict returned, gradient recording was still switched off (torch.is_grad_enabled() was "
+                "False), so every later forward pass in your notebook would record nothing. The checker switched it "
+                "back on.",
+                "use a block that restores the mode by itself: `with torch.no_grad():` (or "
+                "`with torch.set_grad_enabled(False):`, or the @torch.no_grad() decorator) instead of calling "
+                "torch.set_grad_enabled(False) alone.",
+            )
         if not isinstance(out, torch.Tensor):
             return wrong(f"predict returned {type(out).__name__}, not a tensor.", "return the model's output.")
         if out.requires_grad or out.grad_fn is not None:
@@ -277,6 +374,21 @@ def check_inference(fn):
                 f"{type(out.grad_fn).__name__ if out.grad_fn is not None else None}).",
                 "model.eval() does not stop graph building: run the forward inside `with torch.no_grad():` "
                 "(or torch.inference_mode()).",
+            )
+        if [p.requires_grad for p in model.parameters()] != flags:
+            return wrong(
+                "the model's parameters changed their requires_grad flags.",
+                "put every parameter's requires_grad back as it was, or better leave them alone: `with torch.no_grad():` stops "
+                "the recording without touching them.",
+            )
+        if recording.saved_count or recording.recorded_outputs:
+            return wrong(
+                f"a graph was recorded during the forward pass: {recording.recorded_outputs} module outputs got a "
+                f"grad_fn and autograd saved {recording.saved_count} tensors ({recording.saved_bytes:,} bytes) for "
+                "backward. Your output has no grad_fn only because it was cut "
+                "off afterwards; the recording, its time and its memory were spent all the same.",
+                "`.detach()` (or `.data`) after the forward pass does not stop the recording: run the forward inside "
+                "`with torch.no_grad():` (or torch.inference_mode()).",
             )
         changed = [name for name, value in model.named_buffers() if not torch.equal(value, buffers[name])]
         if changed:
@@ -296,6 +408,89 @@ def check_inference(fn):
                 "remember was_training = model.training before, and restore it with model.train(was_training) afterwards.",
             )
     return correct(
-        "evaluation-mode output, no graph recorded, BatchNorm statistics untouched, and the model left in the mode it "
-        "arrived in (tried from both training and eval mode)."
+        "evaluation-mode output, no graph recorded (autograd saved nothing for backward during the call), grad mode "
+        "on again afterwards, BatchNorm statistics untouched, and the model left in the mode it arrived in (tried "
+        "from both training and eval mode)."
+    )
+
+
+# --- ch3.average_loss -------------------------------------------------------------------------------------
+
+
+def _average_loss_setup(batch_count: int):
+    """A small model and ``batch_count`` equal-sized (inputs, targets) batches; the same first batches every time."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 1))
+        batches = [(torch.randn(64, 32), torch.randn(64, 1)) for _ in range(batch_count)]
+    return model, batches
+
+
+#: bytes of the one activation each batch's graph saves that nothing else holds: ReLU's 64 x 512 float32 result
+_ACTIVATION_BYTES_PER_BATCH = 64 * 512 * 4
+
+
+def reference_average_loss(model: nn.Module, batches) -> float:
+    """The mean over batches of ``mse_loss(model(inputs), targets)``, computed without a graph."""
+    with torch.no_grad():
+        return sum(nn.functional.mse_loss(model(inputs), targets).item() for inputs, targets in batches) / len(batches)
+
+
+@exercise("ch3.average_loss")
+def check_average_loss(fn):
+    if not callable(fn):
+        return _not_a_function("def average_loss(model, batches): ...")
+    if _is_stub_function(fn):
+        return not_attempted()
+    from ..memory import measure_memory  # imported here: the other chapter 3 checkers do not need it
+
+    peaks = {}
+    for batch_count in (2, 8):
+        model, batches = _average_loss_setup(batch_count)
+        before = {name: value.clone() for name, value in model.state_dict().items()}
+        with measure_memory() as memory:
+            result = fn(model, batches)
+        if is_stub(result):
+            return not_attempted()
+        peaks[batch_count] = memory.peak
+        if isinstance(result, torch.Tensor) and result.grad_fn is not None:
+            return wrong(
+                f"with {batch_count} batches your function returned a tensor that still has a grad_fn "
+                f"({type(result.grad_fn).__name__}): it holds the graph of every batch, and all the activations "
+                "those graphs saved.",
+                "add up plain numbers: total += loss.item() (or loss.detach()), and return a Python float.",
+            )
+        if isinstance(result, bool) or not isinstance(result, (float, int)):
+            kind = "a tensor" if isinstance(result, torch.Tensor) else type(result).__name__
+            return wrong(f"your function returned {kind}, not a Python float.", "return a float: call .item() on a one-element tensor.")
+        if any(p.grad is not None for p in model.parameters()):
+            return wrong(
+                "after your function the model's parameters have a .grad.",
+                "measuring the loss needs no backward(): backward() does free each graph, but it also computes and "
+                "stores gradients. Keep numbers instead (loss.item()), or use torch.no_grad().",
+            )
+        if any(not torch.equal(value, before[name]) for name, value in model.state_dict().items()):
+            return wrong("your function changed the model's values.", "only compute the losses: no optimizer step.")
+        expected = reference_average_loss(model, batches)
+        if not math.isclose(float(result), expected, rel_tol=1e-5, abs_tol=1e-7):
+            total = expected * batch_count
+            if math.isclose(float(result), total, rel_tol=1e-5):
+                return wrong(f"with {batch_count} batches you returned {result:.6f}, the sum of the losses.", "divide by the number of batches.")
+            return wrong(
+                f"with {batch_count} batches you returned {float(result):.6f}; the mean loss is {expected:.6f}.",
+                "for each (inputs, targets) in batches: nn.functional.mse_loss(model(inputs), targets); average those numbers.",
+            )
+    growth = peaks[8] - peaks[2]
+    if growth > 2 * _ACTIVATION_BYTES_PER_BATCH:
+        return wrong(
+            f"the right number, but memory grows with the number of batches: the peak was {peaks[2]:,} bytes for 2 "
+            f"batches and {peaks[8]:,} bytes for 8, about {growth // 6:,} more per batch: something of every batch "
+            "stayed alive until the end (with a running total or a list of loss tensors, every batch's graph and the "
+            "activations it saved).",
+            "a loss tensor that you keep (in a running total, in a list) keeps its whole graph: keep loss.item() "
+            "(or loss.detach()) instead, or compute the losses under torch.no_grad().",
+        )
+    return correct(
+        f"the right mean loss, a plain float, and a peak that does not grow with the batches ({peaks[2]:,} bytes "
+        f"for 2 batches, {peaks[8]:,} for 8): no batch's graph outlived its turn."
     )
