@@ -1,5 +1,6 @@
 """Chapter 6 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -47,7 +48,11 @@ def test_predict_bytes_block_is_measured_as_derived_by_hand():
     assert mem.peak == 250_000 * 4 + 250_000 * 2 + 250_000 * 4 + 4
 
 
-@pytest.mark.parametrize("answer", [500_004, 500004.0, torch.tensor(500_004)])
+@pytest.mark.parametrize(
+    "answer",
+    # plain, float, 0-d tensor; and unusual but right: a NumPy integer, a 0-d float tensor, the sum written out
+    [500_004, 500004.0, torch.tensor(500_004), np.int64(500_004), torch.tensor(500_004.0), 250_000 * 2 + 4],
+)
 def test_predict_bytes_correct(answer):
     assert_correct("ch6.predict_bytes", answer)
 
@@ -76,7 +81,7 @@ def test_predict_bytes_wrong_format(answer):
 
 
 def adam_state_bytes(model):
-    return sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)
+    return sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.grad is not None)
 
 
 def adam_state_bytes_from_grads(model):
@@ -87,9 +92,55 @@ def adam_state_bytes_from_grads(model):
     return total
 
 
-@pytest.mark.parametrize("solution", [adam_state_bytes, adam_state_bytes_from_grads])
+def adam_state_bytes_by_running_adam(model):
+    """Unusual but right: run Adam on detached copies that carry the same gradients, and count its state."""
+    copies = []
+    for p in model.parameters():
+        if p.grad is not None:
+            copy = p.detach().clone().requires_grad_()
+            copy.grad = p.grad.clone()
+            copies.append(copy)
+    optimizer = torch.optim.Adam(copies)
+    optimizer.step()
+    return sum(v.untyped_storage().nbytes() for s in optimizer.state.values() for v in s.values())
+
+
+def adam_state_bytes_from_storages(model):
+    """Unusual but right: storage bytes of each gradient (the moments match it), a float32 step each, as a float."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    return float(sum(2 * g.untyped_storage().nbytes() + torch.tensor(0.0).element_size() for g in grads))
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [adam_state_bytes, adam_state_bytes_from_grads, adam_state_bytes_by_running_adam, adam_state_bytes_from_storages],
+)
 def test_adam_state_bytes_solutions(solution):
     assert_correct("ch6.adam_state_bytes", solution)
+
+
+def requires_grad_rule(model):
+    """The old solution's rule: state wherever requires_grad. Wrong for a layer that forward() never uses."""
+    return sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.requires_grad)
+
+
+def test_adam_state_bytes_rejects_the_requires_grad_rule():
+    feedback = assert_wrong("ch6.adam_state_bytes", requires_grad_rule)
+    assert "never uses" in feedback.message
+    assert "grad is not" in feedback.hint and "None" in feedback.hint
+
+
+def test_adam_skips_a_parameter_without_grad_although_it_requires_grad():
+    """The fact the exercise relies on, straight from torch: no .grad at step() means no state."""
+    from tutorial_lib.exercises.chapter6 import _WithUnusedLayer
+
+    torch.manual_seed(0)
+    model = _WithUnusedLayer()
+    model(torch.randn(3, 32)).sum().backward()
+    assert model.unused.weight.requires_grad and model.unused.weight.grad is None
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.step()
+    assert set(optimizer.state) == {model.used.weight, model.used.bias}
 
 
 def test_adam_state_bytes_theory_matches_a_real_optimizer_state():
@@ -107,13 +158,14 @@ def test_adam_state_bytes_theory_matches_a_real_optimizer_state():
 @pytest.mark.parametrize(
     "wrong_answer, word",
     [
-        (lambda m: sum(2 * p.numel() * p.element_size() for p in m.parameters() if p.requires_grad), "step counter"),
-        (lambda m: sum(p.numel() * p.element_size() + 4 for p in m.parameters() if p.requires_grad), "two tensors"),
-        (lambda m: sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad), "two tensors"),
+        (lambda m: sum(2 * p.numel() * p.element_size() for p in m.parameters() if p.grad is not None), "step counter"),
+        (lambda m: sum(p.numel() * p.element_size() + 4 for p in m.parameters() if p.grad is not None), "two tensors"),
+        (lambda m: sum(p.numel() * p.element_size() for p in m.parameters() if p.grad is not None), "two tensors"),
         (lambda m: sum(2 * p.numel() * p.element_size() + 4 for p in m.parameters()), "frozen"),
-        (lambda m: sum(2 * p.numel() * 4 + 4 for p in m.parameters() if p.requires_grad), "dtype"),
+        (lambda m: sum(2 * p.numel() * 4 + 4 for p in m.parameters() if p.grad is not None), "dtype"),
         (lambda m: 10**9, "two state tensors"),
         (lambda m: 7, "two state tensors"),
+        (lambda m: sum(3 * p.numel() * p.element_size() + 4 for p in m.parameters() if p.grad is not None), "grad is not None"),
     ],
 )
 def test_adam_state_bytes_wrong(wrong_answer, word):
@@ -125,7 +177,7 @@ def count_tied_twice(model):
     total = 0
     for module in model.modules():
         for p in module.parameters(recurse=False):
-            if p.requires_grad:
+            if p.grad is not None:
                 total += 2 * p.numel() * p.element_size() + 4
     return total
 

@@ -177,6 +177,17 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
             y = torch.relu(x)       # x: 10000 x 10000 float32
         mem.allocated               # 400_000_000; with x.relu_() instead: 0
 
+    On the CPU the figures are the bytes of the storages that aten ops create and free. On CUDA they are
+    differences of ``torch.cuda.memory_allocated()`` and ``max_memory_allocated()``, which count the caching
+    allocator's blocks, not the tensors' bytes: in torch 2.13 (``c10/cuda/CUDACachingAllocator.cpp``, default
+    settings) a request is rounded up to a multiple of 512 bytes, a request of 10 MiB or more that needs a new
+    segment gets one rounded up to a multiple of 2 MiB, and a large-pool block is split only when more than 1 MiB
+    would be left over. So the same ``torch.relu(x)`` on a fresh GPU gives ``allocated == 400_556_032``
+    (191 x 2 MiB, the 382.00 MiB of chapter 6), and any one tensor can count up to about 1 MiB more than its
+    bytes. The plain-PyTorch equivalents: ``torch.profiler.profile(profile_memory=True)`` on the CPU;
+    ``torch.cuda.reset_peak_memory_stats()``, then ``memory_allocated()`` / ``max_memory_allocated()`` around
+    the block on CUDA.
+
     Args:
         device: ``None`` (the default device, normally the CPU), ``'cpu'``, ``'cuda'``, ``'cuda:N'`` or a
             ``torch.device``.

@@ -1,7 +1,8 @@
 """Chapter 6 exercises: predicting allocated bytes, Adam's optimizer state, halving a function's peak memory.
 
 Every checker measures with ``measure_memory`` and torch itself: the block of the prediction exercise is run
-for real, Adam's state is measured by running ``optimizer.step()`` on fresh models, and the learner's
+for real, Adam's state is measured by running ``optimizer.step()`` on fresh models (one of them with a layer
+that ``forward`` never uses, whose parameters get no gradient and so no state), and the learner's
 rewritten function is run on fresh tensors whose peak, values and untouched input are checked.
 """
 
@@ -104,6 +105,20 @@ class _TiedEmbedding(nn.Module):
         return self.out(self.embed(tokens))
 
 
+class _WithUnusedLayer(nn.Module):
+    """A model with a registered layer that ``forward`` never calls: its parameters require grad, but their
+    ``.grad`` stays None after backward, so Adam's ``step()`` skips them (``torch/optim/adam.py``, ``_init_group``:
+    ``if p.grad is not None``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.used = nn.Linear(32, 4)
+        self.unused = nn.Linear(32, 64)  # e.g. a head kept for another task
+
+    def forward(self, inputs):
+        return self.used(inputs)
+
+
 def _adam_cases():
     """(description, model, input) for the models the checker tries, each built from a fixed seed."""
     torch.manual_seed(0)
@@ -112,6 +127,8 @@ def _adam_cases():
     frozen = nn.Sequential(nn.Linear(32, 64), nn.LayerNorm(64), nn.Linear(64, 4, bias=False))
     frozen[0].requires_grad_(False)
     yield "a model whose first layer is frozen", frozen, torch.randn(8, 32)
+    torch.manual_seed(0)
+    yield "a model with a layer that forward() never uses", _WithUnusedLayer(), torch.randn(8, 32)
     torch.manual_seed(0)
     half = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)).to(torch.bfloat16)
     yield "a bfloat16 MLP", half, torch.randn(8, 32, dtype=torch.bfloat16)
@@ -152,24 +169,37 @@ def check_adam_state_bytes(fn):
         truth = measured_adam_state_bytes(model)
         if predicted == truth:
             continue
-        trained = [p for p in model.parameters() if p.requires_grad]
         all_params = list(model.parameters())
-        moments = sum(2 * p.numel() * p.element_size() for p in trained)
-        steps = 4 * len(trained)
+        with_grad = [p for p in all_params if p.grad is not None]  # what Adam's step() gives state to
+        requiring_grad = [p for p in all_params if p.requires_grad]
+
+        def moments_of(params, bytes_per_value=None):
+            return sum(2 * p.numel() * (bytes_per_value or p.element_size()) for p in params)
+
+        moments, steps = moments_of(with_grad), 4 * len(with_grad)
         message = f"for {description} you said {format_bytes(predicted)}; optimizer.step() allocated {format_bytes(truth)}."
         if predicted == moments:
             return wrong(message, "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 tensor, per parameter.")
         if predicted in (moments // 2, moments // 2 + steps):
             return wrong(message, "Adam keeps two tensors per parameter (exp_avg and exp_avg_sq), each the size of the parameter.")
-        if predicted in (sum(2 * p.numel() * 4 + 4 for p in trained), sum(2 * p.numel() * 4 for p in trained)):
+        if predicted in (moments_of(with_grad, 4) + steps, moments_of(with_grad, 4)):
             return wrong(message, "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per element in bfloat16), only the step counter is float32.")
-        if predicted in (sum(2 * p.numel() * p.element_size() + 4 for p in all_params), sum(2 * p.numel() * p.element_size() for p in all_params)):
+        if {id(p) for p in requiring_grad} != {id(p) for p in with_grad} and predicted in (
+            moments_of(requiring_grad) + 4 * len(requiring_grad),
+            moments_of(requiring_grad),
+        ):
+            return wrong(
+                message,
+                "requires_grad is not what Adam looks at: step() gives state only to parameters whose .grad is not "
+                "None. A layer that forward() never used has requires_grad=True but no gradient, so it gets no state.",
+            )
+        if predicted in (moments_of(all_params) + 4 * len(all_params), moments_of(all_params)):
             return wrong(message, "a frozen parameter (requires_grad=False) gets no gradient, and Adam keeps no state for it.")
         per_module = sum(
             2 * p.numel() * p.element_size() + 4
             for module in model.modules()
             for p in module.parameters(recurse=False)
-            if p.requires_grad
+            if p.grad is not None
         )
         if per_module != truth and predicted == per_module:
             return wrong(
@@ -177,10 +207,14 @@ def check_adam_state_bytes(fn):
                 "you counted a shared parameter twice: model.parameters() lists each Parameter once, and Adam keeps "
                 "state once per Parameter.",
             )
-        return wrong(message, "for every parameter that requires grad: two state tensors the size and dtype of the parameter, plus a 4-byte step counter.")
+        return wrong(
+            message,
+            "for every parameter whose .grad is not None when step() runs: two state tensors the size and dtype of "
+            "the parameter, plus a 4-byte step counter.",
+        )
     return correct(
-        "your numbers match what Adam's first step() allocated on every model tried: two moments per trained parameter "
-        "in its own dtype, plus a 4-byte step counter each."
+        "your numbers match what Adam's first step() allocated on every model tried: two moments per parameter that "
+        "has a gradient, in the parameter's own dtype, plus a 4-byte step counter each."
     )
 
 
