@@ -16,7 +16,7 @@ from exercise_asserts import assert_correct, assert_wrong
 
 def test_chapter7_exercises_are_registered():
     ids = tl.exercise_ids()
-    for name in ("save_small", "module_to", "predict_same_object"):
+    for name in ("save_small", "module_to", "predict_same_object", "load_without_copy"):
         assert f"ch7.{name}" in ids
 
 
@@ -37,7 +37,9 @@ class StubNormalizer(nn.Module):
         return (x - self.mean) / self.std
 
 
-@pytest.mark.parametrize("exercise_id", ["ch7.save_small", "ch7.module_to", "ch7.predict_same_object"])
+@pytest.mark.parametrize(
+    "exercise_id", ["ch7.save_small", "ch7.module_to", "ch7.predict_same_object", "ch7.load_without_copy"]
+)
 def test_ellipsis_is_not_attempted(exercise_id):
     assert tl.check(exercise_id, ...).status == "not attempted"
 
@@ -123,6 +125,33 @@ class NonPersistentNormalizer(BufferNormalizer):
         self.register_buffer("std", std, persistent=False)
 
 
+class HalfPersistentNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std, persistent=False)
+
+
+class BufferObjectNormalizer(BufferNormalizer):
+    """An unusual right answer: nn.Buffer (torch 2.5 and later) assigned as an attribute registers a buffer."""
+
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = nn.Buffer(mean)
+        self.std = nn.Buffer(std)
+
+
+class RegisterNoneThenAssignNormalizer(BufferNormalizer):
+    """An unusual right answer: a tensor assigned to a name registered as a buffer (even as None) goes into _buffers."""
+
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.register_buffer("mean", None)
+        self.register_buffer("std", None)
+        self.mean = mean.clone()
+        self.std = std.clone()
+
+
 class PlainNormalizer(BufferNormalizer):
     """The bug of the notebook: plain tensor attributes."""
 
@@ -170,13 +199,21 @@ class ToOverridingNormalizer(PlainNormalizer):
         return PlainNormalizer(self.mean.to(*args, **kwargs), self.std.to(*args, **kwargs))
 
 
-@pytest.mark.parametrize("solution", [BufferNormalizer, NonPersistentNormalizer])
+@pytest.mark.parametrize("solution", [BufferNormalizer, BufferObjectNormalizer, RegisterNoneThenAssignNormalizer])
 def test_module_to_solutions(solution):
     assert_correct("ch7.module_to", solution)
 
 
-def test_module_to_non_persistent_is_mentioned():
-    assert "persistent=False" in tl.check("ch7.module_to", NonPersistentNormalizer).message
+@pytest.mark.parametrize("answer", [NonPersistentNormalizer, HalfPersistentNormalizer])
+def test_module_to_rejects_buffers_left_out_of_the_state_dict(answer):
+    # The exercise asks for statistics saved in state_dict(); persistent=False buffers move with .to() but are not saved.
+    assert NonPersistentNormalizer(torch.zeros(3), torch.ones(3)).state_dict() == {}
+    feedback = assert_wrong("ch7.module_to", answer)
+    assert "state_dict()" in feedback.message and "persistent" in feedback.hint
+
+
+def test_module_to_rejects_only_the_missing_buffer():
+    assert assert_wrong("ch7.module_to", HalfPersistentNormalizer).message.startswith("std moved")
 
 
 def test_module_to_rejects_plain_attributes_with_buffer_hint():
@@ -209,6 +246,7 @@ def test_same_object_truth_is_what_the_notebook_teaches():
 
 def test_predict_same_object_correct():
     assert_correct("ch7.predict_same_object", [True, False, True, False, True, False, True])
+    assert_correct("ch7.predict_same_object", (True, False, True, False, True, False, True))  # a tuple
     assert_correct("ch7.predict_same_object", dict(zip(SAME_OBJECT_CALLS, same_object_truth())))
 
 
@@ -229,6 +267,119 @@ def test_predict_same_object_wrong(answer, word):
 @pytest.mark.parametrize("answer", [[True, False], "True, False", [1, 0, 1, 0, 1, 0, 1]])
 def test_predict_same_object_wrong_format(answer):
     assert_wrong("ch7.predict_same_object", answer)
+
+
+# --- ch7.load_without_copy ---------------------------------------------------------------------------------
+
+
+def stub_load_linear(path, in_features, out_features): ...
+
+
+def load_linear_reference(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True), assign=True)
+    return model
+
+
+def load_linear_device_argument(path, in_features, out_features):
+    # unusual right: device="meta" instead of the with block, and explicit weights_only/map_location
+    model = nn.Linear(in_features, out_features, device="meta")
+    model.load_state_dict(torch.load(path, mmap=True, weights_only=True, map_location="cpu"), assign=True)
+    return model
+
+
+def load_linear_by_hand(path, in_features, out_features):
+    # unusual right: no load_state_dict at all, the mapped tensors wrapped in Parameters by hand
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    state = torch.load(path, mmap=True)
+    model.weight = nn.Parameter(state["weight"])
+    model.bias = nn.Parameter(state["bias"])
+    return model
+
+
+def load_linear_plainly(path, in_features, out_features):
+    model = nn.Linear(in_features, out_features)  # random initialisation runs
+    model.load_state_dict(torch.load(path))  # then copy_
+    return model
+
+
+def load_linear_meta_without_assign(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True))  # a no-op on meta parameters (with a warning)
+    return model
+
+
+def load_linear_without_mmap(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path), assign=True)  # the file read into RAM
+    return model
+
+
+def load_linear_mmap_into_cpu_model(path, in_features, out_features):
+    model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True))
+    return model
+
+
+def load_linear_skip_init(path, in_features, out_features):
+    model = nn.utils.skip_init(nn.Linear, in_features, out_features)  # no random numbers, but memory, then copy_
+    model.load_state_dict(torch.load(path, mmap=True))
+    return model
+
+
+def load_linear_cloned(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict({name: tensor.clone() for name, tensor in torch.load(path, mmap=True).items()}, assign=True)
+    return model
+
+
+def load_linear_frozen(path, in_features, out_features):
+    model = load_linear_reference(path, in_features, out_features)
+    return model.requires_grad_(False)
+
+
+def load_linear_returns_the_dict(path, in_features, out_features):
+    return torch.load(path, mmap=True)
+
+
+#: Whether a tensor's memory is mapped from the file can be read only from Linux's /proc/self/maps.
+NEEDS_PROC_MAPS = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc/self/maps")
+
+
+def test_load_without_copy_stub_is_not_attempted():
+    assert tl.check("ch7.load_without_copy", stub_load_linear).status == "not attempted"
+
+
+@pytest.mark.parametrize("solution", [load_linear_reference, load_linear_device_argument, load_linear_by_hand])
+def test_load_without_copy_solutions(solution):
+    assert_correct("ch7.load_without_copy", solution)
+
+
+@pytest.mark.filterwarnings("ignore:for .*copying from a non-meta parameter")
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (load_linear_plainly, "torch.device(\"meta\")"),
+        (load_linear_meta_without_assign, "assign=True"),
+        pytest.param(load_linear_without_mmap, "mmap=True", marks=NEEDS_PROC_MAPS),
+        (load_linear_mmap_into_cpu_model, "meta device"),
+        (load_linear_skip_init, "assign=True"),
+        pytest.param(load_linear_cloned, "mmap=True", marks=NEEDS_PROC_MAPS),
+        (load_linear_frozen, "requires_grad"),
+        (load_linear_returns_the_dict, "return the nn.Linear"),
+    ],
+)
+def test_load_without_copy_rejects(answer, words):
+    assert words in assert_wrong("ch7.load_without_copy", answer).hint
+
+
+def test_load_without_copy_rejects_a_class():
+    assert_wrong("ch7.load_without_copy", nn.Linear)
 
 
 # --- tutorial_lib.workers, in this process ------------------------------------------------------------------

@@ -154,10 +154,17 @@ def check_module_to(cls):
     if not isinstance(output, torch.Tensor) or output.dtype != torch.float64 or not torch.allclose(output, expected):
         return wrong("the converted module does not compute (x - mean) / std in float64.", "keep forward() as it was given.")
     saved = set(module.state_dict())
-    note = "" if {"mean", "std"} <= saved else " (registered with persistent=False, so state_dict() leaves them out)"
+    missing = [name for name in ("mean", "std") if name not in saved]
+    if missing:
+        return wrong(
+            f"{' and '.join(missing)} moved with .to(), but state_dict() leaves {'them' if len(missing) > 1 else 'it'} "
+            "out: torch.save(module.state_dict(), ...) would not save the statistics.",
+            "register_buffer(..., persistent=False) keeps a buffer out of state_dict(); the exercise asks for buffers "
+            "that are saved, so leave persistent at its default (True).",
+        )
     return correct(
-        f"mean and std are buffers: module.to(torch.float64) converted them with the weights{note}, and the "
-        "module computes in float64 throughout."
+        "mean and std are buffers: module.to(torch.float64) converted them with the weights, state_dict() saves "
+        "them, and the module computes in float64 throughout."
     )
 
 
@@ -218,3 +225,119 @@ def check_predict_same_object(answer):
         if hint not in hints:
             hints.append(hint)
     return wrong(f"{len(mistakes)} of {count} wrong: {listed}.", " ".join(hints))
+
+
+# --- ch7.load_without_copy ------------------------------------------------------------------------------------
+
+#: In-place operations that write values into a tensor. Any of them on a tensor with real memory, while the
+#: learner's function builds and loads the model, means values were written that the file already holds: a random
+#: initialisation (``uniform_``, ``normal_``, ...) or ``load_state_dict`` copying into existing parameters (``copy_``).
+_WRITING_OPS = frozenset(
+    {"uniform_", "normal_", "copy_", "fill_", "zero_", "random_", "bernoulli_", "exponential_", "geometric_",
+     "log_normal_", "cauchy_"}
+)
+
+
+def _values_written_during(fn, *args):
+    """Run ``fn(*args)``; return its result and the names of writing ops that ran on non-meta tensors."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    written = []
+
+    class WatchWrites(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            target = args[0] if args else None
+            if name in _WRITING_OPS and isinstance(target, torch.Tensor) and target.device.type != "meta":
+                written.append(name)
+            return func(*args, **(kwargs or {}))
+
+    with WatchWrites():
+        result = fn(*args)
+    return result, written
+
+
+def _mapped_path(tensor):
+    """The file behind ``tensor``'s memory in this process's memory map, or None (Linux only; None elsewhere)."""
+    try:
+        with open("/proc/self/maps") as memory_map:
+            lines = memory_map.readlines()
+    except OSError:
+        return None
+    address = tensor.untyped_storage().data_ptr()
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        low, high = (int(value, 16) for value in fields[0].split("-"))
+        if low <= address < high:
+            return fields[5].strip() if len(fields) == 6 else ""
+    return ""
+
+
+@exercise("ch7.load_without_copy")
+def check_load_without_copy(fn):
+    import os
+    import tempfile
+
+    if not callable(fn) or isinstance(fn, type):
+        return wrong(
+            "the answer should be a function such as `def load_linear(path, in_features, out_features): ...`.",
+            "define the function, then pass its name.",
+        )
+    if _is_stub_function(fn):
+        return not_attempted()
+    generator = torch.Generator().manual_seed(7)
+    saved = {"weight": torch.randn(20, 30, generator=generator), "bias": torch.randn(20, generator=generator)}
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
+        path = os.path.join(folder, "checkpoint.pt")
+        torch.save(saved, path)
+        model, written = _values_written_during(fn, path, 30, 20)
+        if not isinstance(model, nn.Module):
+            return wrong(
+                f"your function returned {type(model).__name__}, not the model.",
+                "return the nn.Linear after loading the weights into it.",
+            )
+        parameters = dict(model.named_parameters())
+        if set(parameters) != {"weight", "bias"}:
+            return wrong(
+                f"the returned model's parameters are {sorted(parameters)}, not ['bias', 'weight'].",
+                "build nn.Linear(in_features, out_features) and return it; the weight and bias must be Parameters.",
+            )
+        on_meta = [name for name, parameter in parameters.items() if parameter.device.type == "meta"]
+        if on_meta:
+            return wrong(
+                f"{' and '.join(on_meta)} {'are' if len(on_meta) > 1 else 'is'} still on the meta device: "
+                "load_state_dict copied into meta parameters, which does nothing (PyTorch warned).",
+                "pass assign=True to load_state_dict, so that the loaded tensors are put into the model instead of "
+                "copied.",
+            )
+        for name, parameter in parameters.items():
+            if not torch.equal(parameter.detach().cpu(), saved[name]):
+                return wrong(f"model.{name} does not hold the values saved in the file.", "load the file at `path`.")
+            if not parameter.requires_grad:
+                return wrong(
+                    f"model.{name} does not require grad, so it could not be trained.",
+                    "keep the parameters trainable: load_state_dict(..., assign=True) keeps requires_grad as it was.",
+                )
+        if "uniform_" in written or "normal_" in written:
+            return wrong(
+                "the model was built with real memory, so its random initialisation ran, on values the file "
+                "replaces at once.",
+                'build it on the meta device: with torch.device("meta"): model = nn.Linear(...), or device="meta".',
+            )
+        if written:
+            return wrong(
+                f"values were written into tensors that already had memory ({', '.join(sorted(set(written)))}): "
+                "load_state_dict copied the checkpoint into the model's parameters.",
+                "build the model on the meta device and load with assign=True, so nothing is copied.",
+            )
+        mapped = _mapped_path(model.weight)
+        if mapped is not None and not mapped.startswith(os.path.realpath(path)) and not mapped.startswith(path):
+            return wrong(
+                "the model's weight is in ordinary memory, not in the file: torch.load read the whole file into RAM.",
+                "load with torch.load(path, mmap=True), so that the storages are mapped from the file.",
+            )
+        note = "" if mapped is not None else " (this system has no /proc/self/maps, so the mapping itself was not checked)"
+    return correct(
+        "built without memory or random numbers, loaded without a copy: the model's parameters are the file's mapped "
+        f"bytes{note}."
+    )
