@@ -1,7 +1,9 @@
 """How many bytes a block of code leaves allocated, and the most it held at once.
 
 On CUDA the numbers come from PyTorch's caching allocator (``torch.cuda.memory_allocated`` and
-``max_memory_allocated``), which rounds every block up to a multiple of 512 bytes. On the CPU there is no
+``max_memory_allocated``), which count its blocks: requests rounded up to 512 bytes, and a request of 10 MiB or
+more that needs a new segment rounded up to 2 MiB, keeping a leftover of up to 1 MiB (see ``measure_memory``).
+It sees what an operation allocates and frees inside itself. On the CPU there is no
 such counter, so ``measure_memory`` watches the work at the aten level: every op output that got fresh
 storage is counted while that storage is alive, so is the growth of a storage an op resized in place
 (``out=`` into an empty tensor, ``resize_``), and an earlier storage that an op in the block used is
@@ -9,8 +11,12 @@ counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Memor
 (``torch.from_numpy``, ``torch.as_tensor`` of an array) is not counted, and neither is storage made
 without running an aten op, such as the storages ``torch.load`` reads from a file (measure what you do
 with a loaded tensor, or compare ``untyped_storage().nbytes()`` instead). Storage is freed the moment its
-last reference goes (CPython reference counting), so the CPU figures follow the same curve the CUDA
-allocator would, without the rounding. Nothing is printed: no profiler is involved.
+last reference goes (CPython reference counting), so the CPU figures follow the CUDA allocator's curve for
+the tensors ops return, without the rounding. What the CPU watcher cannot see: scratch memory an op allocates
+and frees inside itself (``x[x > 0]``, ``median``, ``unique``, some convolutions peak higher than reported),
+tensors made in other threads, storage made without an aten op (``copy.deepcopy``, ``pickle``,
+``torch.UntypedStorage(n)``), and what another dispatch mode entered inside the block allocates beneath it
+(``torch.autograd.graph.allow_mutation_on_saved_tensors``). Nothing is printed: no profiler is involved.
 """
 
 from __future__ import annotations
