@@ -475,3 +475,125 @@ def test_predict_modes_wrong_format():
     assert_wrong("ch4.predict_modes", "1 2 error")
     assert_wrong("ch4.predict_modes", (True, 2, "error"))
     assert_wrong("ch4.predict_modes", (1, 2, "maybe"))
+
+
+# --- loopholes found by the independent review ----------------------------------------------------------------
+
+
+def copy_made_in_inference_mode(x):
+    with torch.inference_mode():
+        return x.clone()
+
+
+def leaf_made_in_inference_mode(x):
+    with torch.inference_mode():
+        return x.clone().requires_grad_()
+
+
+def test_independent_copy_rejects_an_inference_tensor():
+    # no memory shared, no graph, but it cannot be written into outside inference_mode
+    assert "inference tensor" in assert_wrong("ch4.independent_copy", copy_made_in_inference_mode).message
+
+
+def test_new_leaf_rejects_an_inference_tensor():
+    # a leaf whose backward fills .grad, but an optimizer step on it raises outside inference_mode
+    assert "inference tensor" in assert_wrong("ch4.new_leaf", leaf_made_in_inference_mode).message
+
+
+def clone_under_no_grad_then_requires_grad(x):
+    with torch.no_grad():
+        return x.clone().requires_grad_()  # not recorded, so a leaf
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        clone_under_no_grad_then_requires_grad,
+        lambda x: copy.copy(x.clone()).requires_grad_(),  # copy.copy makes a new leaf over the clone's memory
+    ],
+)
+def test_new_leaf_more_unusual_solutions(solution):
+    assert_correct("ch4.new_leaf", solution)
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda x: copy.deepcopy(x.detach()),
+        lambda x: torch.empty_like(x).copy_(x.detach()),
+    ],
+)
+def test_independent_copy_more_unusual_solutions(solution):
+    assert_correct("ch4.independent_copy", solution)
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [
+        lambda x: copy.copy(x.detach()),  # same storage, its own counter
+        lambda x: x.detach().to("cpu"),  # to() returns x itself when nothing changes
+        lambda x: x.detach().as_strided(x.shape, x.stride(), x.storage_offset()),
+    ],
+)
+def test_independent_copy_rejects_more_aliases(wrong_answer):
+    assert "shares memory" in assert_wrong("ch4.independent_copy", wrong_answer).message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [(1, 2, "no error"), (1, 2, "doesn't raise"), (1, 2, "never fails"), (1, 2, "not an error"), (1, 2, UserWarning)],
+)
+def test_predict_modes_rejects_negated_words_and_warnings(answer):
+    # these say that reading b._version does NOT raise, or only warns: all wrong
+    assert_wrong("ch4.predict_modes", answer)
+
+
+def test_predict_modes_accepts_a_0_dim_integer_tensor():
+    assert_correct("ch4.predict_modes", (torch.tensor(1), 2, "raises RuntimeError"))
+
+
+def sgd_step_then_zero_grad(w, lr):
+    with torch.no_grad():
+        w -= lr * w.grad
+    w.grad.zero_()  # what zero_grad(set_to_none=False) does
+    return w
+
+
+def sgd_step_momentum_optimizer(w, lr):
+    torch.optim.SGD([w], lr=lr, momentum=0.9).step()  # the first step with momentum is a plain step
+    return w
+
+
+@pytest.mark.parametrize("solution", [sgd_step_then_zero_grad, sgd_step_momentum_optimizer])
+def test_safe_update_more_unusual_solutions(solution):
+    assert_correct("ch4.safe_update", solution)
+
+
+def sgd_step_zero_grad_first(w, lr):
+    w.grad.zero_()
+    with torch.no_grad():
+        w -= lr * w.grad
+    return w
+
+
+def sgd_step_adam(w, lr):
+    torch.optim.Adam([w], lr=lr).step()  # a different update rule
+    return w
+
+
+def sgd_step_wrong_sign(w, lr):
+    with torch.no_grad():
+        w += lr * w.grad
+    return w
+
+
+def sgd_step_on_a_clone(w, lr):
+    with torch.no_grad():
+        w.clone().sub_(lr * w.grad)
+    return w
+
+
+def test_safe_update_rejects_more_mistakes():
+    assert "after the update" in assert_wrong("ch4.safe_update", sgd_step_zero_grad_first).hint
+    for answer in (sgd_step_adam, sgd_step_wrong_sign, sgd_step_on_a_clone):
+        assert_wrong("ch4.safe_update", answer)

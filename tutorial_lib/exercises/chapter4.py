@@ -8,6 +8,7 @@ what the same program really produces.
 from __future__ import annotations
 
 import operator
+import re
 
 import torch
 
@@ -117,6 +118,11 @@ def check_independent_copy(fn):
                 f"for {description} the result shares memory with x: writing into it would change x.",
                 "detach() (like .data) is a view of x's storage. Copy the numbers with clone().",
             )
+        if result.is_inference():
+            return wrong(
+                f"for {description} the result is an inference tensor: writing into it outside inference_mode raises.",
+                "make the copy outside torch.inference_mode(): x.detach().clone() is already outside the graph.",
+            )
         if result.grad_fn is None and result.requires_grad:
             return wrong(
                 f"for {description} the result is a new leaf that requires grad: gradients would collect in it.",
@@ -209,10 +215,16 @@ def check_safe_update(fn):
             "your function left gradient recording switched off: the next forward pass would record no graph.",
             "use `with torch.no_grad():`, which switches recording back on when the block ends.",
         )
-    if w.grad is not None and not torch.equal(w.grad, gradient):
+    gradient_cleared = w.grad is None or bool((w.grad == 0).all())  # what zero_grad() does after a step
+    if not gradient_cleared and not torch.equal(w.grad, gradient):
         return wrong(
             "your function changed w.grad itself.",
             "compute lr * w.grad as a new tensor (w -= lr * w.grad) instead of scaling the gradient in place.",
+        )
+    if torch.equal(w.detach(), old_values) and w.grad is not None and gradient_cleared:
+        return wrong(
+            "w did not change: w.grad was already zero when the update used it.",
+            "clear the gradient (w.grad.zero_() or w.grad = None) after the update, not before.",
         )
     if torch.equal(w.detach(), old_values):
         return wrong(
@@ -352,7 +364,7 @@ def check_new_leaf(fn):
             return wrong(
                 f"for {description} the result has grad_fn={type(result.grad_fn).__name__}: it is not a leaf, "
                 "so after backward() its .grad stays None and the gradient goes on to x.",
-                "requires_grad_() does not make a leaf; only detach() removes the grad_fn. Detach before you switch gradients on.",
+                "requires_grad_() only switches a flag, it never removes a grad_fn. Call detach() before you switch gradients on.",
             )
         if not result.requires_grad:
             return wrong(f"for {description} the result does not require grad: backward() would give it no gradient.", "switch gradients on with requires_grad_().")
@@ -360,6 +372,12 @@ def check_new_leaf(fn):
             return wrong(
                 f"for {description} the result shares memory with x: the optimizer's updates of the new leaf would change x.",
                 "detach() shares x's memory; add a clone().",
+            )
+        if result.is_inference():
+            return wrong(
+                f"for {description} the result is an inference tensor: an optimizer's in-place update of it outside "
+                "inference_mode raises.",
+                "make the new leaf outside torch.inference_mode(): x.detach().clone().requires_grad_().",
             )
         x_grad_before = x.grad.clone() if x.is_leaf and x.grad is not None else None  # a non-leaf's .grad warns
         (result.double() * 3).sum().backward()
@@ -396,12 +414,19 @@ def predict_modes_program() -> tuple:
     return tuple(results)
 
 
+_NEGATIONS = frozenset({"no", "not", "never", "none", "without", "cannot"})
+
+
 def _version_or_error(item):
-    """A predicted version: an int, or RAISES for 'reading it raises' (said as a word or an exception class)."""
+    """A predicted version: an int, or RAISES for 'reading it raises' (said as a word or an exception class).
+
+    A negated word ("no error", "doesn't raise") and a warning class are not "raises": they are left unread (None).
+    """
     if isinstance(item, str):
         word = item.strip().lower()
-        return RAISES if any(key in word for key in ("error", "raise", "exception", "fail")) else None
-    if isinstance(item, type) and issubclass(item, Exception):
+        negated = "n't" in word or not _NEGATIONS.isdisjoint(re.findall(r"[a-z]+", word))
+        return RAISES if not negated and any(key in word for key in ("error", "raise", "exception", "fail")) else None
+    if isinstance(item, type) and issubclass(item, Exception) and not issubclass(item, Warning):
         return RAISES
     if isinstance(item, bool):
         return None
