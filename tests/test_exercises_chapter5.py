@@ -404,3 +404,152 @@ def test_memory_comparison_runs_backward_for_every_row():
     notebook = json.loads(NOTEBOOK.read_text())
     cell = next("".join(c["source"]) for c in notebook["cells"] if "def measure(step):" in "".join(c["source"]))
     assert "h.sum().backward()" in cell and "mul_(h)" not in cell
+
+
+# --- independent review (issue 10): more wrong and unusual right answers ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [False, True, False, True, True, True, False, True],  # thinks h * h after h += 1 still sees the old h
+        [False, True, False, True, True, True, True, False],  # thinks any write before backward breaks G
+        [True, True, False, True, True, True, False, False],  # thinks exp saves its input too
+    ],
+)
+def test_predict_error_single_slips(answer):
+    assert_wrong("ch5.predict_error", answer)
+
+
+def linear_first_block(x, linear):
+    # unusual but right: the in-place add goes into linear's output, which nobody saved
+    t = torch.tanh(x)
+    total = linear(t)
+    total += t
+    return torch.relu_(total)
+
+
+def tanh_in_place_on_a_clone_block(x, linear):
+    # unusual but right: tanh_ on a fresh clone, before anything saved it
+    t = x.clone()
+    t.tanh_()
+    return torch.relu(t + linear(t))
+
+
+def clamp_in_place_block(x, linear):
+    # unusual but right: relu spelled as clamp_(min=0) on the unsaved sum
+    t = torch.tanh(x)
+    return (t + linear(t)).clamp_(min=0)
+
+
+def relu_before_add_block(x, linear):
+    t = torch.tanh(x)
+    return torch.relu(t) + linear(t)
+
+
+@pytest.mark.parametrize("solution", [linear_first_block, tanh_in_place_on_a_clone_block, clamp_in_place_block])
+def test_fix_residual_more_unusual_solutions(solution):
+    assert_correct("ch5.fix_residual", solution)
+
+
+def test_fix_residual_rejects_relu_before_the_add():
+    assert_wrong("ch5.fix_residual", relu_before_add_block)
+
+
+@pytest.mark.parametrize("answer", ["AccumulateGrad", "SumBackward0", "torch::autograd::CopySlices"])
+def test_find_culprit_more_wrong_answers(answer):
+    assert_wrong("ch5.find_culprit", answer)
+
+
+def test_find_culprit_accepts_the_name_without_its_number():
+    assert_correct("ch5.find_culprit", "MmBackward")
+
+
+MORE_WRONG_LINEARS = {
+    "ignores grad_output": _variant(
+        lambda ctx, g, x, w, b: (
+            torch.ones_like(g) @ w,
+            torch.ones_like(g).t() @ x,
+            None if b is None else torch.ones_like(g).sum(0),
+        )
+    ),
+    "bias gradient summed to a scalar": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.sum())),
+    "weight gradient averaged over the batch": _variant(
+        lambda ctx, g, x, w, b: (g @ w, g.t() @ x / x.shape[0], None if b is None else g.sum(0))
+    ),
+    "grad_inputs with weight.t()": _variant(lambda ctx, g, x, w, b: (g @ w.t(), g.t() @ x, None if b is None else g.sum(0))),
+    "drops the bias slot when bias=None is passed": _variant(
+        lambda ctx, g, x, w, b: (g @ w, g.t() @ x) + (() if b is None else (g.sum(0),))
+    ),
+}
+
+
+@pytest.mark.parametrize("label", list(MORE_WRONG_LINEARS))
+def test_custom_linear_more_wrong_backwards(label):
+    assert_wrong("ch5.custom_linear", MORE_WRONG_LINEARS[label])
+
+
+def test_custom_linear_accepts_an_unreduced_bias_gradient():
+    # autograd sums a gradient whose shape the input broadcasts to down to the input's shape (notebook, section 7)
+    assert_correct("ch5.custom_linear", _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g)))
+
+
+# --- facts behind the reviewed prose ------------------------------------------------------------------------------
+
+
+def test_saved_tensor_hooks_skip_the_version_check():
+    for hooks in (lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t), torch.autograd.graph.save_on_cpu):
+        a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        with hooks():
+            b = a.exp()
+        b.mul_(2)
+        b.sum().backward()  # no error
+        assert torch.allclose(a.grad, 4 * a.detach().exp())  # the true gradient is 2 * exp(a)
+
+
+def test_inplace_hazards_cannot_see_inside_a_non_reentrant_checkpoint():
+    from torch.utils.checkpoint import checkpoint
+
+    x = torch.randn(3, requires_grad=True) * 1
+    y = checkpoint(torch.sin, x, use_reentrant=False)
+    x.add_(1)
+    assert tl.inplace_hazards(y) == []
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_write_through_detach_of_a_saved_leaf_is_caught_only_at_backward():
+    weight = torch.randn(3, requires_grad=True)
+    loss = (torch.randn(3, requires_grad=True) * weight).sum()
+    weight.detach().sub_(0.1)  # allowed while recording
+    assert weight._version == 1
+    with pytest.raises(RuntimeError, match=r"\[torch.FloatTensor \[3\]\] is at version 1"):
+        loss.backward()
+
+
+def test_message_names_the_creator_after_an_unrecorded_write_to_a_saved_input():
+    a, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    h = a.sin()
+    y = h * w
+    with torch.no_grad():
+        h.add_(1)
+    with pytest.raises(RuntimeError, match="output 0 of Sin"):
+        y.sum().backward()
+
+
+def test_out_argument_is_refused_only_for_results_that_would_require_grad():
+    h = torch.randn(3, requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        torch.add(h, 1, out=torch.empty(3))
+    mask = torch.empty(3, dtype=torch.bool)
+    torch.gt(h, 0, out=mask)
+    assert not mask.requires_grad
+
+
+def test_a_stale_multi_output_piece_can_still_be_read_through_detach():
+    h = torch.randn(4, 3, requires_grad=True) * 1
+    first = h.unbind()[0]
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match="its base or another view of its base has been modified inplace"):
+        first * 1
+    assert torch.equal(first.detach(), h.detach()[0])
