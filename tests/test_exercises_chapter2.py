@@ -298,3 +298,109 @@ def add_a_clone(y, x):
 @pytest.mark.parametrize("allocating", [subtract_negative, add_a_clone])
 def test_inplace_update_rejects_hidden_temporaries(allocating):
     assert "allocated" in assert_wrong("ch2.inplace_update", allocating).message
+
+
+# --- added by the independent review (issue 10, section 2) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda x: torch.from_numpy(x.numpy()[:, ::2]),  # shares x's memory through NumPy: still a view of x
+        lambda x: x.movedim(1, 0)[::2].movedim(0, 1),
+        lambda x: x.reshape(x.shape)[:, ::2],  # reshape to the same shape is a view, even of the transpose
+    ],
+)
+def test_make_view_unusual_solutions(solution):
+    assert_correct("ch2.make_view", solution)
+
+
+@pytest.mark.parametrize(
+    "copying",
+    [
+        lambda x: x.contiguous()[:, ::2],  # a view for contiguous x, a copy of the transposed input
+        lambda x: torch.stack(x.unbind(1)[::2], dim=1),  # the pieces are views, stack copies them
+        lambda x: torch.cat(x.split(1, dim=1)[::2], dim=1),
+    ],
+)
+def test_make_view_rejects_copies_built_from_views(copying):
+    assert "shares no memory" in assert_wrong("ch2.make_view", copying).message
+
+
+def test_predict_uint8_boundary_is_in_the_hint():
+    believed = list(SOLUTION)
+    believed[11] = "copy"
+    assert "uint8" in assert_wrong("ch2.predict_view_or_copy", believed).hint
+
+
+@pytest.mark.parametrize("position, verdict", [(3, "same tensor"), (7, "copy"), (5, "copy"), (0, "same tensor")])
+def test_predict_more_single_mistakes(position, verdict):
+    # reshape of contiguous x believed to return x; the diagonal and expand believed to copy; a slice believed to be x
+    believed = list(SOLUTION)
+    believed[position] = verdict
+    feedback = assert_wrong("ch2.predict_view_or_copy", believed)
+    assert f"#{position + 1} " in feedback.message
+
+
+def test_predict_dict_in_another_order_and_spacing():
+    pairs = reversed(list(zip(PREDICT_EXPRESSIONS, SOLUTION)))
+    answer = {expression: f"  {verdict.upper()}" for expression, verdict in pairs}
+    assert_correct("ch2.predict_view_or_copy", answer)
+
+
+def add_in_inference_mode(y, x):
+    with torch.inference_mode():  # y and x are normal tensors; an in-place add on them is allowed here
+        y.add_(x)
+
+
+def subtract_with_alpha(y, x):
+    y.sub_(x, alpha=-1)
+
+
+def add_expanded(y, x):
+    y.add_(x.expand_as(y))  # expand allocates nothing
+
+
+def numpy_inplace(y, x):
+    y_array = y.numpy()
+    y_array += x.numpy()
+
+
+@pytest.mark.parametrize("solution", [add_in_inference_mode, subtract_with_alpha, add_expanded, numpy_inplace])
+def test_inplace_update_unusual_solutions(solution):
+    assert_correct("ch2.inplace_update", solution)
+
+
+def numpy_temporary(y, x):
+    y.numpy()[...] = y.numpy() + x.numpy()  # the y[:] = y + x mistake, in NumPy
+
+
+def numpy_temporary_back_to_torch(y, x):
+    y.copy_(torch.from_numpy(y.numpy() + x.numpy()))
+
+
+@pytest.mark.parametrize("allocating", [numpy_temporary, numpy_temporary_back_to_torch])
+def test_inplace_update_rejects_numpy_temporaries(allocating):
+    # tl.measure_memory does not see NumPy's allocations; the checker watches them with tracemalloc.
+    feedback = assert_wrong("ch2.inplace_update", allocating)
+    assert "NumPy memory" in feedback.message
+    assert "out=" in feedback.hint
+
+
+def test_inplace_update_rejects_almost_right_values():
+    # allclose would have accepted this: values off by 1e-7 relative
+    assert "other values" in assert_wrong("ch2.inplace_update", lambda y, x: y.add_(x, alpha=1.0000001)).message
+
+
+def test_inplace_update_leaves_tracemalloc_as_it_found_it():
+    import tracemalloc
+
+    assert not tracemalloc.is_tracing()
+    assert_correct("ch2.inplace_update", add_assign)
+    assert not tracemalloc.is_tracing()
+    tracemalloc.start()
+    try:
+        assert_correct("ch2.inplace_update", add_assign)  # the learner's own tracing is left running
+        assert tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()

@@ -7,6 +7,8 @@ what ``view_or_copy`` records when the expressions really run.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import torch
 
 from ..memory import measure_memory
@@ -57,7 +59,7 @@ def check_make_view(fn):
         if not shares_memory(result, x) or not same_storage(result, x):
             return wrong(
                 f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
-                "a list, or a tensor of indices with at least one dimension, is advanced indexing, which copies. "
+                "a list of indices, or a tensor of indices with at least one dimension, is advanced indexing, which copies. "
                 "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides.",
             )
     return correct(
@@ -72,7 +74,7 @@ def check_make_view(fn):
 #: principle each one tests (given as the hint when it is predicted wrongly).
 PREDICT_EXPRESSIONS = {
     "x[:, 1:3]": "basic slicing (ints, start:stop:step, None, ...) only changes the offset, shape and strides.",
-    "x[:, [1, 2]]": "a list inside the brackets is advanced indexing, and indexing with a list always copies, "
+    "x[:, [1, 2]]": "a list of integers inside the brackets is advanced indexing, and advanced indexing always copies, "
     "even when the chosen elements happen to be equally spaced.",
     "x.t().reshape(12)": "reshape copies only when no strides can describe the new shape over the same storage: "
     "reading the transpose row by row jumps around in memory.",
@@ -90,8 +92,9 @@ PREDICT_EXPRESSIONS = {
     "flatten (a reshape) cannot jump over the gaps with a single stride.",
     "x.contiguous()": "x is already contiguous, so contiguous() returns x itself: not a new view, the very same "
     "Python object (x.contiguous() is x).",
-    "x[x[:, 0].argmax()]": "argmax returns a 0-dim integer tensor, and a 0-dim integer tensor in the brackets is "
-    "read as a plain int: basic indexing (a select), not advanced indexing.",
+    "x[x[:, 0].argmax()]": "argmax returns a 0-dim int64 tensor, and a 0-dim integer tensor in the brackets (any "
+    "integer dtype but uint8, which is read as a mask) is read as a plain int: basic indexing (a select), not "
+    "advanced indexing.",
 }
 
 #: The verdicts a learner may give; "same tensor" also accepts "same_tensor", "Same-Tensor" and extra spaces.
@@ -164,6 +167,26 @@ def _update_cases():
     ]
 
 
+def _python_peak(fn, y, x) -> int | None:
+    """Peak bytes that Python's tracemalloc sees while ``fn`` runs on copies of ``y`` and ``x``.
+
+    measure_memory counts torch's allocations only; NumPy reports its arrays' memory to tracemalloc. A second run
+    on fresh copies, without measure_memory (whose own bookkeeping allocates Python objects), gives a figure in
+    which Python's own objects add a few hundred bytes, so a temporary as large as y + x stands out. None when
+    tracemalloc is already tracing (the learner's own measurement is left alone).
+    """
+    if tracemalloc.is_tracing():
+        return None
+    y, x = y.clone(), x.clone()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fn(y, x)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
 @exercise("ch2.inplace_update")
 def check_inplace_update(fn):
     if not callable(fn):
@@ -187,7 +210,7 @@ def check_inplace_update(fn):
                 f"for {description} y now points to other memory.",
                 "change the numbers y already holds; do not give y new storage (set_, .data = ...).",
             )
-        if not torch.allclose(y, expected):
+        if not torch.equal(y, expected):
             return wrong(f"for {description} y holds other values than y + x.", "add x to y once, elementwise (broadcasting as y + x would).")
         if memory.peak:
             return wrong(
@@ -195,6 +218,14 @@ def check_inplace_update(fn):
                 "way (a temporary the size of y + x).",
                 "`y[:] = y + x` and `y.copy_(y + x)` compute y + x into new memory first, then copy it in. "
                 "An in-place op (`y += x`, `y.add_(x)`, `torch.add(y, x, out=y)`) adds directly into y.",
+            )
+        numpy_peak = _python_peak(fn, y_before, x_before) if expected.nbytes >= 4000 else None
+        if numpy_peak is not None and numpy_peak >= expected.nbytes:
+            return wrong(
+                f"y has the right values, but for {description} your function allocated about {numpy_peak:,} bytes "
+                "of NumPy memory on the way (a temporary the size of y + x).",
+                "`y.numpy() + x.numpy()` computes the sum into a new array first, just as `y + x` does in torch. "
+                "Add in place: `y += x`, or in NumPy `np.add(y.numpy(), x.numpy(), out=y.numpy())`.",
             )
     return correct(
         "y was updated in its own memory (same data pointer) with 0 bytes allocated, even as a strided view and "
