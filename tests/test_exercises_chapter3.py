@@ -109,7 +109,23 @@ def dz_dx2_by_autograd(x1, x2):
     return x2.grad
 
 
-@pytest.mark.parametrize("solution", [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain, dz_dx2_by_autograd])
+def dz_dx2_numpy_float32(x1, x2):
+    # unusual but right: a NumPy float32 scalar (not a Python float subclass, unlike np.float64)
+    import numpy as np
+
+    return np.float32(math.sin(x2) / x2 + math.log(x1 * x2) * math.cos(x2))
+
+
+def dz_dx2_numpy_array(x1, x2):
+    # unusual but right: a one-element NumPy array
+    import numpy as np
+
+    return np.array([np.sin(x2) / x2 + np.log(x1 * x2) * np.cos(x2)])
+
+
+@pytest.mark.parametrize(
+    "solution", [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain, dz_dx2_by_autograd, dz_dx2_numpy_float32, dz_dx2_numpy_array]
+)
 def test_chain_rule_solutions(solution):
     assert_correct("ch3.chain_rule", solution)
 
@@ -128,6 +144,9 @@ def test_chain_rule_reference_matches_seed_number():
         (lambda x1, x2: math.sin(x2) / x1, "two places"),  # dz/dx1
         (lambda x1, x2: -1.7267884, "two paths"),  # the number at (2, 3) only
         (lambda x1, x2: math.cos(x2) / (x1 * x2), "two paths"),
+        (lambda x1, x2: math.sin(x2) / x2 - math.log(x1 * x2) * math.cos(x2), "two paths"),  # sign slip
+        (lambda x1, x2: (math.sin(x2) / x2) * (math.log(x1 * x2) * math.cos(x2)), "two paths"),  # paths multiplied
+        (lambda x1, x2: math.cos(x2) / x2 + math.log(x1 * x2) * math.cos(x2), "two paths"),  # d sin = sin
     ],
 )
 def test_chain_rule_wrong(answer, word):
@@ -180,7 +199,15 @@ def freeze_by_recursive_parameters(model):
     return [p.requires_grad_() for p in last.parameters()]
 
 
-@pytest.mark.parametrize("solution", [freeze_all_but_last, freeze_by_names, freeze_walking_backwards, freeze_by_recursive_parameters])
+def freeze_returning_a_tuple(model):
+    # unusual but right: a tuple of the trainable parameters is as good as a list for an optimizer
+    return tuple(freeze_all_but_last(model))
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [freeze_all_but_last, freeze_by_names, freeze_walking_backwards, freeze_by_recursive_parameters, freeze_returning_a_tuple],
+)
 def test_freeze_solutions(solution):
     assert_correct("ch3.freeze", solution)
 
@@ -261,9 +288,43 @@ def freeze_last_two_parameters(model):
     return last_two
 
 
+def freeze_last_with_weight_attribute(model):
+    model.requires_grad_(False)
+    last = [m for m in model.modules() if hasattr(m, "weight")][-1]
+    last.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_last_known_layer_type(model):
+    model.requires_grad_(False)
+    last = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.LayerNorm, nn.BatchNorm1d, nn.Conv2d))][-1]
+    last.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_by_last_weight_name(model):
+    prefix = [name for name, _ in model.named_parameters() if name.endswith("weight")][-1].rsplit(".", 1)[0]
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.rsplit(".", 1)[0] == prefix)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def freeze_last_childless_module(model):
+    # a module with parameters of its own may also have children (here a Tanh)
+    model.requires_grad_(False)
+    last = [m for m in model.modules() if not list(m.children()) and list(m.parameters())][-1]
+    last.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 @pytest.mark.parametrize(
     "answer, word",
     [
+        # the four below were accepted before the model ending in a custom module (parameter `gain`) was added
+        (freeze_last_with_weight_attribute, "recurse=False"),
+        (freeze_last_known_layer_type, "isinstance"),
+        (freeze_by_last_weight_name, "recurse=False"),
+        (freeze_last_childless_module, "childlessness"),
         (freeze_last_child, "model.modules()"),  # accepted before the nested models were added
         (freeze_by_top_level_name, "container"),  # accepted before the nested models were added
         (freeze_last_linear, "LayerNorm"),  # accepted before the LayerNorm model was added
@@ -427,6 +488,16 @@ def predict_frozen_and_left_frozen(model, x):
     return out
 
 
+def predict_flags_off_then_all_back_on(model, x):
+    # restores requires_grad=True everywhere, unfreezing the layer that arrived frozen
+    was_training = model.training
+    model.eval().requires_grad_(False)
+    out = model(x)
+    model.requires_grad_(True)
+    model.train(was_training)
+    return out
+
+
 def predict_own_hooks_then_detach(model, x):
     # saved-tensor hooks of the learner's own replace the checker's; the module outputs still show the graph
     was_training = model.training
@@ -445,6 +516,7 @@ def predict_own_hooks_then_detach(model, x):
         (predict_own_hooks_then_detach, "detach"),
         (predict_grad_mode_left_off, "torch.no_grad()"),  # accepted before, and left grad mode off
         (predict_frozen_and_left_frozen, "requires_grad"),
+        (predict_flags_off_then_all_back_on, "requires_grad"),  # accepted before the model arrived partly frozen
         (predict_eval_only, "no_grad"),
         (predict_no_grad_only, "model.eval()"),
         (predict_always_back_to_train, "was_training"),
@@ -512,8 +584,18 @@ def average_loss_inference_stack(model, batches):
         return torch.stack([F.mse_loss(model(inputs), targets) for inputs, targets in batches]).mean().item()
 
 
+def average_loss_del_each_loss(model, batches):
+    # unusual but right: a 0-dim tensor's tolist() is a Python float; the tensor is dropped explicitly
+    total = 0.0
+    for inputs, targets in batches:
+        loss = F.mse_loss(model(inputs), targets)
+        total += loss.tolist()
+        del loss
+    return total / len(batches)
+
+
 @pytest.mark.parametrize(
-    "solution", [average_loss_item, average_loss_no_grad_tensor_sum, average_loss_fmean, average_loss_detach, average_loss_inference_stack]
+    "solution", [average_loss_del_each_loss, average_loss_item, average_loss_no_grad_tensor_sum, average_loss_fmean, average_loss_detach, average_loss_inference_stack]
 )
 def test_average_loss_solutions(solution):
     assert_correct("ch3.average_loss", solution)
@@ -558,6 +640,30 @@ def average_loss_backward_to_free(model, batches):
     return total / len(batches)
 
 
+def average_loss_backward_then_zero_grad(model, batches):
+    total = 0.0
+    for inputs, targets in batches:
+        loss = F.mse_loss(model(inputs), targets)
+        loss.backward()  # frees the graph, and computes gradients nobody asked for
+        total += loss.item()
+    model.zero_grad()  # hides the .grad, not the work
+    return total / len(batches)
+
+
+def average_loss_autograd_grad_to_free(model, batches):
+    total = 0.0
+    for inputs, targets in batches:
+        loss = F.mse_loss(model(inputs), targets)
+        torch.autograd.grad(loss, list(model.parameters()))  # frees the graph, leaves no .grad
+        total += loss.item()
+    return total / len(batches)
+
+
+def average_loss_keeps_outputs(model, batches):
+    outputs = [model(inputs) for inputs, _ in batches]  # every output keeps its graph
+    return sum(F.mse_loss(out, targets).item() for out, (_, targets) in zip(outputs, batches)) / len(batches)
+
+
 def average_loss_detached_tensor(model, batches):
     with torch.no_grad():
         return torch.stack([F.mse_loss(model(inputs), targets) for inputs, targets in batches]).mean()
@@ -572,6 +678,9 @@ def average_loss_detached_tensor(model, batches):
         (average_loss_returns_graph, "Python float"),
         (average_loss_sum, "divide"),
         (average_loss_backward_to_free, "backward()"),
+        (average_loss_backward_then_zero_grad, "backward()"),  # accepted before: .grad was cleared at the end
+        (average_loss_autograd_grad_to_free, "backward()"),  # accepted before: no .grad left behind
+        (average_loss_keeps_outputs, "loss.item()"),
         (average_loss_detached_tensor, ".item()"),
     ],
 )

@@ -98,7 +98,9 @@ def autograd_partials(x1: float, x2: float) -> tuple[float, float]:
 def _as_float(value):
     if isinstance(value, torch.Tensor):
         return value.detach().double().item() if value.numel() == 1 else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if type(value).__module__ == "numpy" and getattr(value, "size", None) == 1:  # np.float32(…), np.array([…])
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     return float(value)
 
@@ -175,6 +177,18 @@ class _BlocksAndHeads(nn.Module):
         return self.head["out"](self.head["hidden"](x).relu())
 
 
+class _ScaledTanh(nn.Module):
+    """A layer of the learner's own kind: one parameter that is not called ``weight``, and a child without parameters."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(size))
+        self.activation = nn.Tanh()
+
+    def forward(self, x):
+        return self.activation(x) * self.gain
+
+
 def _freeze_models():
     """(description, model) pairs; built inside the checker on a forked RNG."""
     all_frozen = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
@@ -191,6 +205,10 @@ def _freeze_models():
         ),
         ("a model of a ModuleList of blocks and a ModuleDict head {'hidden', 'out'}", _BlocksAndHeads()),
         ("a model whose last layer is a LayerNorm, not a Linear", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.LayerNorm(3))),
+        (
+            "a model whose last layer is a custom module (its one parameter is called gain, and it has a Tanh child)",
+            nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), _ScaledTanh(3)),
+        ),
     ]
 
 
@@ -246,7 +264,15 @@ def check_freeze(fn):
                         f"you kept {', '.join(left_trainable)} trainable instead. The last layer is the last module in "
                         "model.modules() with parameters of its own"
                     )
-                    hint += ", whatever its type: a LayerNorm counts, not only a Linear." if "LayerNorm" in description else "."
+                    if "LayerNorm" in description:
+                        hint += ", whatever its type: a LayerNorm counts, not only a Linear."
+                    elif "custom" in description:
+                        hint += (
+                            ", whatever its type, the names of its parameters or whether it has children: test "
+                            "m.parameters(recurse=False), not isinstance, a `weight` attribute or childlessness."
+                        )
+                    else:
+                        hint += "."
                 return wrong(f"for {description}: {', '.join(frozen_too_much)} ended up frozen.", hint)
             if _inside_last_container(left_trainable, expected):
                 return wrong(
@@ -285,6 +311,7 @@ def _inference_model() -> nn.Module:
     with torch.no_grad():  # give BatchNorm running statistics that differ from the batch's own
         for _ in range(3):
             model(torch.randn(32, 6) * 2 + 1)
+    model[0].requires_grad_(False)  # arrives partly frozen: restoring every flag to True is not "as found"
     return model
 
 
@@ -448,8 +475,14 @@ def check_average_loss(fn):
     for batch_count in (2, 8):
         model, batches = _average_loss_setup(batch_count)
         before = {name: value.clone() for name, value in model.state_dict().items()}
-        with measure_memory() as memory:
-            result = fn(model, batches)
+        gradients_computed = []  # a tensor hook on a parameter runs whenever a gradient for it is computed
+        handles = [p.register_hook(lambda grad: gradients_computed.append(grad.shape)) for p in model.parameters()]
+        try:
+            with measure_memory() as memory:
+                result = fn(model, batches)
+        finally:
+            for handle in handles:
+                handle.remove()
         if is_stub(result):
             return not_attempted()
         peaks[batch_count] = memory.peak
@@ -463,9 +496,10 @@ def check_average_loss(fn):
         if isinstance(result, bool) or not isinstance(result, (float, int)):
             kind = "a tensor" if isinstance(result, torch.Tensor) else type(result).__name__
             return wrong(f"your function returned {kind}, not a Python float.", "return a float: call .item() on a one-element tensor.")
-        if any(p.grad is not None for p in model.parameters()):
+        if gradients_computed or any(p.grad is not None for p in model.parameters()):
             return wrong(
-                "after your function the model's parameters have a .grad.",
+                f"your function computed gradients for the model's parameters ({len(gradients_computed)} of them"
+                f"{', and left them in .grad' if any(p.grad is not None for p in model.parameters()) else ', even if .grad was cleared afterwards'}).",
                 "measuring the loss needs no backward(): backward() does free each graph, but it also computes and "
                 "stores gradients. Keep numbers instead (loss.item()), or use torch.no_grad().",
             )
