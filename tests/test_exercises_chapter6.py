@@ -172,6 +172,37 @@ def test_adam_state_bytes_wrong(wrong_answer, word):
     assert word in assert_wrong("ch6.adam_state_bytes", wrong_answer).hint
 
 
+def skips_zero_gradients(model):
+    """Counts only parameters whose gradient has a nonzero value: wrong, a gradient of zeros still gets state."""
+    return sum(2 * p.numel() * p.element_size() + 4 for p in model.parameters() if p.grad is not None and p.grad.any())
+
+
+def counts_named_parameters_with_duplicates(model):
+    named = model.named_parameters(remove_duplicate=False)
+    return sum(2 * p.numel() * p.element_size() + 4 for _, p in named if p.grad is not None)
+
+
+def test_adam_state_bytes_rejects_skipping_zero_gradients():
+    feedback = assert_wrong("ch6.adam_state_bytes", skips_zero_gradients)
+    assert "all-zero" in feedback.message and "zeros is still a gradient" in feedback.hint
+
+
+def test_adam_state_bytes_rejects_named_parameters_with_duplicates():
+    assert "shared parameter" in assert_wrong("ch6.adam_state_bytes", counts_named_parameters_with_duplicates).hint
+
+
+def test_adam_gives_state_to_a_parameter_whose_gradient_is_all_zeros():
+    from tutorial_lib.exercises.chapter6 import _WithZeroWeightedHead
+
+    torch.manual_seed(0)
+    model = _WithZeroWeightedHead()
+    model(torch.randn(3, 32)).sum().backward()
+    assert model.auxiliary.weight.grad is not None and not model.auxiliary.weight.grad.any()
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.step()
+    assert model.auxiliary.weight in optimizer.state
+
+
 def count_tied_twice(model):
     """Walks modules instead of parameters: the tied weight is counted once per module that holds it."""
     total = 0
@@ -226,7 +257,26 @@ def low_peak_vector_norm(x):
     return centered.div_(torch.sqrt(var + 1e-5))
 
 
-@pytest.mark.parametrize("solution", [low_peak_var_mean, low_peak_layer_norm, low_peak_vector_norm])
+def low_peak_in_row_chunks(x):
+    """Unusual but right: standardize 64 rows at a time into a preallocated result."""
+    result = torch.empty_like(x)
+    for start in range(0, x.shape[0], 64):
+        rows = x[start : start + 64]
+        var, mean = torch.var_mean(rows, dim=1, unbiased=False, keepdim=True)
+        torch.sub(rows, mean, out=result[start : start + 64])
+        result[start : start + 64].div_(torch.sqrt(var + 1e-5))
+    return result
+
+
+def low_peak_instance_norm(x):
+    """Unusual but right: the matrix as one instance whose channels are the rows."""
+    return nn.functional.instance_norm(x.unsqueeze(0), eps=1e-5).squeeze(0)
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [low_peak_var_mean, low_peak_layer_norm, low_peak_vector_norm, low_peak_in_row_chunks, low_peak_instance_norm],
+)
 def test_reduce_peak_solutions(solution):
     assert_correct("ch6.reduce_peak", solution)
 
@@ -274,6 +324,36 @@ def returns_list(x):
 )
 def test_reduce_peak_wrong(wrong_answer, word):
     assert word in assert_wrong("ch6.reduce_peak", wrong_answer).hint
+
+
+def through_numpy(x):
+    """measure_memory sees no NumPy array: without the checker's extra guards this reported a peak of 0 B."""
+    a = x.numpy()
+    return torch.from_numpy((a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5))
+
+
+def through_numpy_then_copied(x):
+    a = x.numpy()
+    return torch.tensor((a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5))
+
+
+def through_deepcopy(x):
+    """copy.deepcopy makes storage without an aten op: two x-sized tensors at once, one of them unseen."""
+    import copy
+
+    centered = copy.deepcopy(x)
+    centered -= x.mean(1, keepdim=True)
+    var = (centered * centered).mean(1, keepdim=True)
+    return centered.div_(torch.sqrt(var + 1e-5))
+
+
+@pytest.mark.parametrize(
+    "wrong_answer, word",
+    [(through_numpy, "torch operations"), (through_numpy_then_copied, "NumPy"), (through_deepcopy, "torch operations")],
+)
+def test_reduce_peak_rejects_memory_measure_memory_cannot_see(wrong_answer, word):
+    feedback = assert_wrong("ch6.reduce_peak", wrong_answer)
+    assert word in feedback.hint + feedback.message
 
 
 def test_reduce_peak_rejects_a_non_function():

@@ -15,8 +15,9 @@ last reference goes (CPython reference counting), so the CPU figures follow the 
 the tensors ops return, without the rounding. What the CPU watcher cannot see: scratch memory an op allocates
 and frees inside itself (``x[x > 0]``, ``median``, ``unique``, some convolutions peak higher than reported),
 tensors made in other threads, storage made without an aten op (``copy.deepcopy``, ``pickle``,
-``torch.UntypedStorage(n)``), and what another dispatch mode entered inside the block allocates beneath it
-(``torch.autograd.graph.allow_mutation_on_saved_tensors``). Nothing is printed: no profiler is involved.
+``torch.UntypedStorage(n)``), and what another dispatch mode that was already active when the block began
+allocates beneath it (a block opened inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()`` misses
+its copies). Nothing is printed: no profiler is involved.
 """
 
 from __future__ import annotations
