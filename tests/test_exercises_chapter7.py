@@ -369,7 +369,7 @@ def test_load_without_copy_solutions(solution):
         pytest.param(load_linear_without_mmap, "mmap=True", marks=NEEDS_PROC_MAPS),
         (load_linear_mmap_into_cpu_model, "meta device"),
         (load_linear_skip_init, "assign=True"),
-        pytest.param(load_linear_cloned, "mmap=True", marks=NEEDS_PROC_MAPS),
+        (load_linear_cloned, "mmap=True"),  # clone() is seen as an aten op: no memory map needed
         (load_linear_frozen, "requires_grad"),
         (load_linear_returns_the_dict, "return the nn.Linear"),
     ],
@@ -556,3 +556,171 @@ def test_ddp_replicas_in_two_processes_hold_copies(context, tmp_path):
     assert torch.equal(report[0, 3], report[0, 2])  # rank 1's edit did not reach rank 0
     assert torch.allclose(report[1, 3, :3], report[1, 2, :3] + 100)
     assert torch.all(report[:, 4, 0] == 0)
+
+
+# --- the chapter's independent review: more wrong answers and unusual right ones ---------------------------
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda piece: torch.from_numpy(piece.numpy().copy()),  # a NumPy copy wrapped back: its own storage
+        lambda piece: piece.to(piece.dtype, copy=True),
+        lambda piece: piece.clone()[:],  # a view, but of a storage exactly as big as the slice
+    ],
+)
+def test_save_small_unusual_solutions(solution):
+    assert_correct("ch7.save_small", solution)
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [
+        lambda piece: torch.tensor(piece.tolist()),  # a copy, but float32 for the float64 row
+        lambda piece: piece[:],  # a view
+        lambda piece: piece.flatten(),  # returns a 1-d tensor itself
+        lambda piece: torch.cat([piece, piece])[: piece.numel()],  # a storage twice as big as needed
+        lambda piece: piece.numpy().copy(),  # not a tensor
+    ],
+)
+def test_save_small_rejects_more_mistakes(wrong_answer):
+    assert_wrong("ch7.save_small", wrong_answer)
+
+
+class AlreadyFloat64Normalizer(BufferNormalizer):
+    """Buffers, but converted by hand in __init__: .to(torch.float64) then has nothing to convert."""
+
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.register_buffer("mean", mean.double())
+        self.register_buffer("std", std.double())
+
+
+class NonPersistentBufferObjectNormalizer(BufferNormalizer):
+    def __init__(self, mean, std):
+        nn.Module.__init__(self)
+        self.mean = nn.Buffer(mean, persistent=False)
+        self.std = nn.Buffer(std, persistent=False)
+
+
+class ToInPlaceNormalizer(PlainNormalizer):
+    """Overrides .to() to convert the plain attributes and return itself: converted, but not saved."""
+
+    def to(self, *args, **kwargs):
+        super().to(*args, **kwargs)
+        self.mean, self.std = self.mean.to(*args, **kwargs), self.std.to(*args, **kwargs)
+        return self
+
+
+class ApplyOverridingNormalizer(PlainNormalizer):
+    """Overrides Module._apply (what .to(), .cuda(), .double() call): converted, but not saved."""
+
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)
+        self.mean, self.std = fn(self.mean), fn(self.std)
+        return self
+
+
+class NoArgumentsNormalizer(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [
+        AlreadyFloat64Normalizer,
+        NonPersistentBufferObjectNormalizer,
+        ToInPlaceNormalizer,
+        ApplyOverridingNormalizer,
+        NoArgumentsNormalizer,
+    ],
+)
+def test_module_to_rejects_more_mistakes(wrong_answer):
+    assert_wrong("ch7.module_to", wrong_answer)
+
+
+def test_module_to_explains_a_dtype_fixed_in_init():
+    assert "store mean as it is given" in assert_wrong("ch7.module_to", AlreadyFloat64Normalizer).hint
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [True, False, True, False, False, False, True],  # "passing a tensor copies"
+        [True, False, False, False, True, False, False],  # "a device string always copies"
+        [bool(value) for value in torch.tensor(same_object_truth()).logical_not()],  # every answer flipped
+    ],
+)
+def test_predict_same_object_rejects_more_mistakes(answer):
+    assert_wrong("ch7.predict_same_object", answer)
+
+
+def test_predict_same_object_rejects_numpy_bools_as_a_format_error():
+    import numpy as np
+
+    assert "True/False" in assert_wrong("ch7.predict_same_object", [np.bool_(v) for v in same_object_truth()]).message
+
+
+def load_linear_cpu_then_assign(path, in_features, out_features):
+    model = nn.Linear(in_features, out_features)  # random initialisation runs, then is thrown away
+    model.load_state_dict(torch.load(path, mmap=True), assign=True)
+    return model
+
+
+def load_linear_skip_init_then_assign(path, in_features, out_features):
+    # no random numbers and no copy, but the parameters get memory of their own (empty_like) for nothing
+    model = nn.utils.skip_init(nn.Linear, in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True), assign=True)
+    return model
+
+
+def load_linear_to_empty(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.to_empty(device="cpu")  # memory for the parameters, then copy_ into it
+    model.load_state_dict(torch.load(path, mmap=True))
+    return model
+
+
+def load_linear_all_meta(path, in_features, out_features):
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True, map_location="meta"), assign=True)  # shapes only
+    return model
+
+
+def load_linear_then_double(path, in_features, out_features):
+    return load_linear_reference(path, in_features, out_features).double()  # a converted copy
+
+
+def load_linear_not_strict(path, in_features, out_features):
+    # unusual right: strict=False and weights_only=False change nothing for a complete, plain checkpoint
+    with torch.device("meta"):
+        model = nn.Linear(in_features, out_features)
+    model.load_state_dict(torch.load(path, mmap=True, weights_only=False), assign=True, strict=False)
+    return model
+
+
+def test_load_without_copy_unusual_solution():
+    assert_correct("ch7.load_without_copy", load_linear_not_strict)
+
+
+@pytest.mark.filterwarnings("ignore:for .*copying from a non-meta parameter")
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (load_linear_cpu_then_assign, "meta device"),
+        (load_linear_skip_init_then_assign, "meta device"),
+        (load_linear_to_empty, "assign=True"),
+        (load_linear_all_meta, "assign=True"),
+        (load_linear_then_double, "mmap=True"),  # aten::_to_copy: caught without reading the memory map
+    ],
+)
+def test_load_without_copy_rejects_more(answer, words):
+    assert words in assert_wrong("ch7.load_without_copy", answer).hint
+
+
+def test_load_without_copy_names_the_wasted_allocation():
+    feedback = assert_wrong("ch7.load_without_copy", load_linear_skip_init_then_assign)
+    assert "aten::empty_like" in feedback.message and "skip_init" in feedback.message

@@ -123,6 +123,12 @@ def check_module_to(cls):
                 f"module.{name} is {type(value).__name__}, not a tensor.",
                 f"keep {name} as a tensor attribute of the module: forward() reads self.{name}.",
             )
+        if value.dtype != torch.float32:
+            return wrong(
+                f"the checker passed a float32 {name}, and the new module holds it as {value.dtype}: converting it "
+                "yourself in __init__ decides the dtype once, instead of letting .to() decide it later.",
+                f"store {name} as it is given; module.to(...) is what should convert it.",
+            )
     parameters = dict(module.named_parameters())
     for name in ("mean", "std"):
         if name in parameters:
@@ -238,23 +244,44 @@ _WRITING_OPS = frozenset(
 )
 
 
+#: Ops that only allocate (no values). Any other op that makes a storage with bytes while the learner's function
+#: runs copies values into it (``clone``, ``_to_copy``, ...).
+_EMPTY_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+
+
 def _values_written_during(fn, *args):
-    """Run ``fn(*args)``; return its result and the names of writing ops that ran on non-meta tensors."""
+    """Run ``fn(*args)``; return its result, the names of writing ops that ran on non-meta tensors, and the
+    ``(op name, bytes)`` of every non-meta storage with bytes that an op made (not one of its inputs' storages).
+
+    Loading with ``mmap=True`` makes only empty tensors (``aten::empty`` of 0 bytes, then ``set_`` onto the mapped
+    storage), so any allocation with bytes means the model got memory of its own before the file's tensors
+    replaced it (``nn.utils.skip_init`` and ``to_empty`` do, through ``aten::empty_like``).
+    """
     from torch.utils._python_dispatch import TorchDispatchMode
 
     written = []
+    allocated = []
+
+    def real_storage(value):
+        return isinstance(value, torch.Tensor) and value.device.type != "meta"
 
     class WatchWrites(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__
             target = args[0] if args else None
-            if name in _WRITING_OPS and isinstance(target, torch.Tensor) and target.device.type != "meta":
+            if name in _WRITING_OPS and real_storage(target):
                 written.append(name)
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
+            inputs = {arg.untyped_storage().data_ptr() for arg in args if real_storage(arg)}
+            for output in result if isinstance(result, (tuple, list)) else (result,):
+                if real_storage(output) and output.untyped_storage().nbytes() > 0:
+                    if output.untyped_storage().data_ptr() not in inputs:
+                        allocated.append((name, output.untyped_storage().nbytes()))
+            return result
 
     with WatchWrites():
         result = fn(*args)
-    return result, written
+    return result, written, allocated
 
 
 def _mapped_path(tensor):
@@ -290,7 +317,7 @@ def check_load_without_copy(fn):
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
         path = os.path.join(folder, "checkpoint.pt")
         torch.save(saved, path)
-        model, written = _values_written_during(fn, path, 30, 20)
+        model, written, allocated = _values_written_during(fn, path, 30, 20)
         if not isinstance(model, nn.Module):
             return wrong(
                 f"your function returned {type(model).__name__}, not the model.",
@@ -329,6 +356,25 @@ def check_load_without_copy(fn):
                 f"values were written into tensors that already had memory ({', '.join(sorted(set(written)))}): "
                 "load_state_dict copied the checkpoint into the model's parameters.",
                 "build the model on the meta device and load with assign=True, so nothing is copied.",
+            )
+        emptied = [(name, nbytes) for name, nbytes in allocated if name in _EMPTY_OPS]
+        copied = sorted({f"aten::{name}" for name, _ in allocated if name not in _EMPTY_OPS})
+        if emptied:
+            allocated = emptied
+            ops = ", ".join(sorted({f"aten::{name}" for name, _ in allocated}))
+            return wrong(
+                f"the model's parameters got {sum(nbytes for _, nbytes in allocated):,} bytes of memory of their own "
+                f"({ops}) before the file's tensors replaced them: no random numbers, but memory allocated for "
+                "nothing (nn.utils.skip_init and to_empty() do this).",
+                'build the model on the meta device (with torch.device("meta"): ...), so that its parameters get '
+                "no memory until assign=True puts the file's tensors in their place.",
+            )
+        if copied:
+            return wrong(
+                f"the loaded values were copied into new memory ({', '.join(copied)}), so the model's parameters "
+                "are not the file's mapped bytes.",
+                "keep the tensors torch.load(path, mmap=True) returns as they are (no clone(), no conversion); "
+                "assign=True puts them into the model.",
             )
         mapped = _mapped_path(model.weight)
         if mapped is not None and not mapped.startswith(os.path.realpath(path)) and not mapped.startswith(path):
