@@ -1,6 +1,7 @@
 """Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
 
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -293,3 +294,78 @@ def test_sliding_window_accepts_unusual_right_answers(solution):
 )
 def test_sliding_window_rejects_more_wrong_answers(wrong_windows):
     assert_wrong("ch1.sliding_window", wrong_windows)
+
+
+# --- independent review (issue 10): more wrong answers and unusual right ones --------------------------------
+
+
+def test_sliding_window_rejects_numpy_windows_without_calling_them_a_copy():
+    # numpy's sliding_window_view shares x's bytes, but torch.from_numpy wraps them in a storage of its own.
+    def numpy_windows(x, k):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # from_numpy warns that the window view is read-only
+            return torch.from_numpy(np.lib.stride_tricks.sliding_window_view(x.numpy(), k))
+
+    feedback = assert_wrong("ch1.sliding_window", numpy_windows)
+    assert "copy" not in feedback.message
+    assert "storage of its own" in feedback.message
+
+
+@pytest.mark.parametrize(
+    "wrong_windows",
+    [
+        lambda x, k: x.as_strided((len(x) - k + 1, k), (x.stride(0), 1)),  # inner step one cell, not one element
+        lambda x, k: x[: len(x) - k + 1].unsqueeze(1).expand(-1, k),  # every window repeats its first element
+        lambda x, k: x.as_strided((len(x) - k + 1, k), (x.stride(0), x.stride(0)), x.storage_offset() + x.stride(0)),
+    ],
+)
+def test_sliding_window_rejects_review_wrong_answers(wrong_windows):
+    assert_wrong("ch1.sliding_window", wrong_windows)
+
+
+def sliding_windows_over_whole_storage(x, k):
+    # A flat tensor over x's whole storage, then as_strided from x's offset.
+    whole = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage())
+    return whole.as_strided((len(x) - k + 1, k), (x.stride(0), x.stride(0)), x.storage_offset())
+
+
+def sliding_windows_by_numel(x, k):
+    return torch.as_strided(x, size=(x.numel() - k + 1, k), stride=(x.stride(0),) * 2)
+
+
+@pytest.mark.parametrize("solution", [sliding_windows_over_whole_storage, sliding_windows_by_numel])
+def test_sliding_window_accepts_review_right_answers(solution):
+    assert_correct("ch1.sliding_window", solution)
+
+
+@pytest.mark.parametrize(
+    "wrong_formula",
+    [
+        lambda shape, stride, offset, index: offset * (stride[0] if stride else 1) + storage_index(shape, stride, 0, index),
+        lambda shape, stride, offset, index: offset + sum(i * step for i, step in zip(index, stride[1:] + (1,))),
+        lambda shape, stride, offset, index: storage_index(shape, stride, offset, index) - 1 if index else offset,
+    ],
+)
+def test_element_address_rejects_review_wrong_formulas(wrong_formula):
+    assert_wrong("ch1.element_address", wrong_formula)
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        lambda shape, stride, offset, index: offset + sum(i * s for i, s in zip(index[::-1], stride[::-1])),
+        lambda shape, stride, offset, index: np.int64(storage_index(shape, stride, offset, index)),
+    ],
+)
+def test_element_address_accepts_review_right_answers(solution):
+    assert_correct("ch1.element_address", solution)
+
+
+@pytest.mark.parametrize("answer", [(1, 8, 12), (1, 12, 8, 0), [[1, 12, 8]]])
+def test_predict_strides_rejects_review_wrong_answers(answer):
+    assert_wrong("ch1.predict_strides", answer)
+
+
+@pytest.mark.parametrize("answer", [np.array([1, 12, 8], dtype=np.uint8), (np.int32(1), 12, 8)])
+def test_predict_strides_accepts_review_right_answers(answer):
+    assert_correct("ch1.predict_strides", answer)

@@ -236,6 +236,13 @@ def check_sliding_window(fn):
                 f"for {description} the windows hold {result.tolist()}; they should hold {expected.tolist()}.",
                 hint,
             )
+        if shares_memory(result, x) and not same_storage(result, x):
+            # numpy's sliding_window_view through torch.from_numpy, say: x's bytes under a storage of its own
+            return wrong(
+                f"for {description} the result reads x's memory, but through a storage of its own (torch.from_numpy "
+                "and other bridges make one), so it is not a view of x.",
+                "build the windows with x.as_strided(size, stride): a view over x's own storage.",
+            )
         if not (same_storage(result, x) and shares_memory(result, x)):
             return wrong(
                 f"for {description} the values are right but the result does not share memory with x: it is a copy.",
