@@ -15,7 +15,6 @@ and shows torch's refusal, explained, in a message instead of raising.
 from __future__ import annotations
 
 import html
-import itertools
 import math
 import re
 
@@ -101,6 +100,21 @@ def parse_ints(text, name: str) -> tuple[int, ...]:
             raise ValueError(f"{name} must be whole numbers separated by commas, like 3, 4: {piece!r} is not")
         values.append(int(piece))
     return tuple(values)
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's message without the C++ stack torch appends to some of them."""
+    text = str(error)
+    return text.split("\nException raised from")[0].strip() or type(error).__name__
+
+
+def _unravel(position: int, shape) -> tuple[int, ...]:
+    """The index of the element at row-major ``position`` (no per-dimension lists: sizes may be huge)."""
+    index = []
+    for size in reversed(shape):
+        position, coordinate = divmod(position, size)
+        index.append(coordinate)
+    return tuple(reversed(index))
 
 
 def _ints_text(values) -> str:
@@ -253,8 +267,8 @@ class StrideExplorer(_Explorer):
         try:
             shape = parse_ints(self.shape.value, "shape")
             strides = torch.empty(shape, device="meta").stride()
-        except (ValueError, RuntimeError) as error:
-            self._invalid(f"Cannot work out contiguous strides: {error}", "")
+        except Exception as error:  # noqa: BLE001 - shown in the widget (bad text, negative or huge sizes)
+            self._invalid(f"Cannot work out contiguous strides: {_first_line(error)}", "")
             return
         self.stride.value = _ints_text(strides)
 
@@ -270,7 +284,17 @@ class StrideExplorer(_Explorer):
         self.table.value = ""
 
     def update(self) -> None:
-        """Rebuild the tensor from the widgets and redraw picture, table, message and summary."""
+        """Rebuild the tensor from the widgets and redraw picture, table, message and summary.
+
+        Never raises: a setting that cannot be shown (impossible for torch, numbers too large, or any
+        other failure) is explained in ``message`` instead, as a widget callback has nowhere to raise to.
+        """
+        try:
+            self._update()
+        except Exception as error:  # noqa: BLE001 - a widget callback must show the problem, not raise it
+            self._invalid(f"This setting cannot be shown ({type(error).__name__}: {_first_line(error)}).", "")
+
+    def _update(self) -> None:
         try:
             shape = parse_ints(self.shape.value, "shape")
             stride = parse_ints(self.stride.value, "stride")
@@ -279,10 +303,19 @@ class StrideExplorer(_Explorer):
             return
         offset = self.offset.value
         dtype_name = self.dtype.value
+        named = (("shape", shape), ("stride", stride), ("offset", (offset,)))
+        too_large = [f"{name} {value:,}" for name, values in named for value in values if abs(value) >= 2**63]
+        if too_large:
+            self._invalid(
+                f"Too large: {', '.join(too_large)}. Sizes, strides and the offset are 64-bit integers in torch "
+                f"(below 2**63 = {2**63:,}); this storage has only {self.storage_size} elements.",
+                "",
+            )
+            return
         try:
             tensor = torch.as_strided(self.storage, shape, stride, offset)
-        except RuntimeError as error:
-            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), str(error))
+        except (RuntimeError, TypeError, ValueError, OverflowError) as error:
+            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), _first_line(error))
             return
         self.tensor = tensor
         self.picture = layout_picture(tensor, names=["t"], max_cells=self.max_cells)
@@ -304,8 +337,8 @@ class StrideExplorer(_Explorer):
         lay = self.layout_model
         base = tensor.untyped_storage().data_ptr()
         rows = []
-        indices = itertools.product(*(range(size) for size in lay.shape))
-        for position, index in enumerate(itertools.islice(indices, min(TABLE_ROWS, lay.numel))):
+        for position in range(min(TABLE_ROWS, lay.numel)):
+            index = _unravel(position, lay.shape)
             element = tensor[index] if index else tensor
             rows.append((position, index, lay.element_indices[position], element.data_ptr() - base))
         return tuple(rows)
@@ -386,7 +419,16 @@ class ViewCopyExplorer(_Explorer):
         self.update()
 
     def update(self) -> None:
-        """Run the chosen operation (on a fresh copy of ``x``) and redraw everything."""
+        """Run the chosen operation (on a fresh copy of ``x``) and redraw everything.
+
+        Never raises: whatever fails (the operation, or drawing an unusual result) is shown in ``message``.
+        """
+        try:
+            self._update()
+        except Exception as error:  # noqa: BLE001 - a widget callback must show the problem, not raise it
+            self._invalid(self.operation.value, f"{type(error).__name__}: {_first_line(error)}")
+
+    def _update(self) -> None:
         expression = self.operation.value
         captured = {}
 

@@ -19,7 +19,7 @@ import torch
 
 from ._checks import describe, require_axes, require_bool, require_positive_int, require_tensor
 from ._figures import bare_figure
-from .storage import Layout, layout, same_storage, shares_memory
+from .storage import Layout, layout, row_major_indices, same_storage, shares_memory
 
 #: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
 #: by elements past the listing are drawn as "?" (not checked), never guessed.
@@ -29,6 +29,9 @@ MAX_LISTED = 16_384
 TAIL_LISTED = 1_024
 #: The fewest cells ``max_cells`` may ask for (fewer cannot show a start, an end and an elision).
 MIN_CELLS = 8
+#: The most cells ``max_cells`` may draw per strip: a larger request is capped here (the summary says so),
+#: because every cell costs drawing time and 0.34 inch of figure width.
+MAX_CELLS = 512
 #: Width of a "… N cells not shown …" marker, in cells.
 GAP_UNITS = 4
 #: At most this many separate windows onto one big storage (around starts and ends of the tensors).
@@ -349,16 +352,20 @@ def _listed_positions(lay: Layout, visible: set[int]) -> dict[int, list[int]]:
     found: dict[int, list[int]] = {}
     if lay.numel == 0 or not visible:
         return found
-    indices = np.asarray(lay.element_indices, dtype=np.int64)
-    wanted = np.fromiter(sorted(visible), dtype=np.int64)
-    for position in np.nonzero(np.isin(indices, wanted))[0].tolist():
-        found.setdefault(int(indices[position]), []).append(position)
+    if all(-(2**63) <= i < 2**63 for i in (min(lay.element_indices), max(lay.element_indices))):
+        indices = np.asarray(lay.element_indices, dtype=np.int64)
+        wanted = np.fromiter(sorted(visible), dtype=np.int64)
+        for position in np.nonzero(np.isin(indices, wanted))[0].tolist():
+            found.setdefault(int(indices[position]), []).append(position)
+    else:  # indices past int64 (a meta tensor with huge strides): plain Python ints
+        for position, index in enumerate(lay.element_indices):
+            if index in visible:
+                found.setdefault(index, []).append(position)
     if lay.indices_truncated:
-        # The end of a long tensor: its last elements, each looked up with the model's address formula.
+        # The end of a long tensor: its last elements, looked up with the model's address formula.
         first_tail = max(len(lay.element_indices), lay.numel - TAIL_LISTED)
-        coords = np.unravel_index(np.arange(first_tail, lay.numel, dtype=np.int64), lay.shape)
-        for offset, index in enumerate(zip(*(c.tolist() for c in coords))):
-            storage_index = lay.index_of(*index)
+        tail = row_major_indices(lay.shape, lay.stride, lay.storage_offset, first_tail, lay.numel)
+        for offset, storage_index in enumerate(tail):
             if storage_index in visible:
                 found.setdefault(storage_index, []).append(first_tail + offset)
     return found
@@ -533,7 +540,8 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
         *tensors: strided tensors, or ``Layout`` objects (drawn without values; a Layout does not say
             which storage it is over, so Layouts with the same storage size share a strip).
         names: one display name per tensor, e.g. ``["a", "a.t()"]``; default ``t0``, ``t1``, ...
-        max_cells: draw at most this many of the narrowest cells per storage (at least 8).
+        max_cells: draw at most this many of the narrowest cells per storage (at least 8; more than
+            ``MAX_CELLS`` = 512 is capped there, and the summary says so).
         show_values: write each storage cell's value in it (read from the first tensor's storage).
 
     Returns:
@@ -549,6 +557,8 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
     if max_cells < MIN_CELLS:
         raise ValueError(f"max_cells must be at least {MIN_CELLS}, got {max_cells}")
     require_bool(show_values, "show_values")
+    asked_cells = max_cells
+    max_cells = min(max_cells, MAX_CELLS)
     members = _collect(tensors, names)
     groups = _group(members)
 
@@ -625,6 +635,8 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
     summary = "; ".join(summary_parts)
     if any_unknown:
         summary += f"; cells marked ? were not checked (tensors longer than {MAX_LISTED:,} elements)"
+    if asked_cells > max_cells:
+        summary += f"; max_cells={asked_cells:,} was capped at {MAX_CELLS:,} cells per storage"
     return LayoutPicture(tuple(strips), tuple(rows), tuple(cells), tuple(steps), summary, tuple(notes))
 
 
@@ -752,8 +764,10 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     end = x_at(step.to_index * itemsize) if step.shown else None
     if end is None:
         # The target cell is elided: the arrow points into the gap after this window, and says so.
-        window_end = next(stop for kind, begin, stop in strip.pieces
-                          if kind == "cells" and begin <= step.from_index * itemsize < stop)
+        window_end = next((stop for kind, begin, stop in strip.pieces
+                           if kind == "cells" and begin <= step.from_index * itemsize < stop), None)
+        if window_end is None:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
+            return None
         return start + half, x_at(window_end) + GAP_UNITS / 2, label + " (target not shown)"
     return start + half, end + half, label
 
@@ -1060,7 +1074,8 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
             ``Layout`` objects with ``show_values=False``.
         names: display names, one per tensor (default ``t0``, ``t1``, ...).
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
-        max_cells: the most cells to draw per storage strip (at least 8).
+        max_cells: the most cells to draw per storage strip (at least 8, at most 512: a larger value is
+            capped, and the summary says so).
         show_values: write the storage's values in its cells.
 
     Returns:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._checks import require_axes, require_bool
 from ._figures import bare_figure
 from .memory import MemoryReport, MiB, format_bytes
 
@@ -48,8 +49,15 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
 
     Returns:
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary.
+
+    Raises:
+        TypeError: ``reports`` is not a MemoryReport or a list of them, ``ax`` is not a matplotlib Axes,
+            ``show_ops`` is not a bool.
+        ValueError: a report still measuring, or ``labels`` not one per report.
     """
     reports, labels = _check_reports(reports, labels)
+    require_axes(ax, "ax")
+    require_bool(show_ops, "show_ops")
     if ax is None:
         fig, ax = bare_figure(7, 3.2, full=False)
     else:

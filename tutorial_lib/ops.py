@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import warnings
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -38,7 +39,9 @@ class OpRecord:
 
     ``kind`` is ``"view"`` (every output aliases an input, nothing written), ``"inplace"`` (it writes
     into an existing tensor: ``_`` ops, ``out=``, ``copy_``, index assignment, ``+=``) or ``"new"``
-    (fresh storage); ``new_bytes`` counts the fresh storage (0 for views and in-place ops).
+    (fresh storage); ``new_bytes`` counts the fresh storage: a sparse result's index and value storages,
+    and for an in-place op only the storage it had to reallocate (``resize_`` past the storage's size,
+    an ``out=`` tensor too small for the result); 0 for views.
     """
 
     name: str
@@ -110,8 +113,45 @@ def _memory_parts(value) -> list:
     return [value]  # other layouts (mkldnn, ...): no strided parts to compare
 
 
-def classify_call(func, args, kwargs, result) -> OpRecord:
-    """Classify one finished aten call from its schema and the storages of its inputs and outputs."""
+def _written_tensors(func, args, kwargs) -> list[torch.Tensor]:
+    """The tensors an op's schema marks as written (``self`` of ``add_``, ``out=``, ``resize_``'s self)."""
+    written = []
+    for position, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[position] if position < len(args) else kwargs.get(argument.name)
+        written.extend(_tensors_in(value))
+    return written
+
+
+def _storage_place(tensor: torch.Tensor):
+    """(address, bytes) of a tensor's storage; None where it has none (sparse, meta addresses are 0)."""
+    try:
+        storage = tensor.untyped_storage()
+        return storage.data_ptr(), storage.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _places_before(func, args, kwargs) -> dict:
+    """What ``classify_call`` needs from before the op ran: where the written tensors' storages were, and
+    where every other storage among the arguments was (``set_`` may move a tensor onto one of those)."""
+    written = {id(t): _storage_place(t) for t in _written_tensors(func, args, kwargs)}
+    if not written:
+        return {}
+    leaves = tree_flatten((args, kwargs))[0]
+    others = {_storage_place(t) for t in leaves if isinstance(t, torch.Tensor) and id(t) not in written}
+    others |= {(s.data_ptr(), s.nbytes()) for s in leaves if isinstance(s, (torch.UntypedStorage, torch.TypedStorage))}
+    return {"written": written, "others": others}
+
+
+def classify_call(func, args, kwargs, result, before: dict | None = None) -> OpRecord:
+    """Classify one finished aten call from its schema and the storages of its inputs and outputs.
+
+    ``before`` (from ``_places_before``, taken just before the call) lets an in-place op that had to
+    reallocate what it writes count the new storage: ``resize_`` past the storage's size, an ``out=``
+    tensor too small for the result.
+    """
     name = func._schema.name
     written = tuple(
         argument.name
@@ -120,14 +160,28 @@ def classify_call(func, args, kwargs, result) -> OpRecord:
     )
     outputs = _tensors_in(result)
     shapes = tuple(tuple(o.shape) for o in outputs)
+    inputs = _tensors_in((args, kwargs))
     if written:
-        return OpRecord(name, func._overloadname, "inplace", 0, written, shapes)
-    input_keys = {_storage_key(p) for t in _tensors_in((args, kwargs)) for p in _memory_parts(t)}
+        grown = 0
+        if before:
+            others = before["others"]
+            for tensor in _written_tensors(func, args, kwargs):
+                place = _storage_place(tensor)
+                old = before["written"].get(id(tensor))
+                # a new address or a larger size is a reallocation, unless the tensor now uses a storage
+                # that was already there (set_ onto another tensor's storage)
+                if place and old and place != old and place[1] > 0 and place not in others:
+                    if place[0] != old[0] or place[1] > old[1]:
+                        grown += place[1]
+        return OpRecord(name, func._overloadname, "inplace", grown, written, shapes)
+    input_keys = {_storage_key(p) for t in inputs for p in _memory_parts(t)}
     fresh: dict = {}
     for output in outputs:
-        key = _storage_key(output)
-        if _is_fresh_literal(name, output) or key is None or key not in input_keys:
-            fresh.setdefault(key if key is not None else id(output), _storage_nbytes(output))
+        literal = _is_fresh_literal(name, output)
+        for part in _memory_parts(output):
+            key = _storage_key(part)
+            if literal or key is None or key not in input_keys:
+                fresh.setdefault(key if key is not None else id(part), _storage_nbytes(part))
     if outputs and not fresh:
         return OpRecord(name, func._overloadname, "view", 0, (), shapes)
     return OpRecord(name, func._overloadname, "new", sum(fresh.values()), (), shapes)
@@ -140,9 +194,19 @@ class _Recorder(WatcherMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        before = _places_before(func, args, kwargs)
+        self.before_call(func, args, kwargs)
         result = func(*args, **kwargs)
-        self.records.append(classify_call(func, args, kwargs, result))
+        record = classify_call(func, args, kwargs, result, before)
+        self.records.append(record)
+        self.after_call(record, result)
         return result
+
+    def before_call(self, func, args, kwargs) -> None:
+        """Hook for ``view_or_copy``'s recorder."""
+
+    def after_call(self, record: OpRecord, result) -> None:
+        """Hook for ``view_or_copy``'s recorder."""
 
 
 @contextlib.contextmanager
@@ -174,7 +238,7 @@ class OpRow:
 
     expression: str
     aten_ops: tuple[str, ...]
-    verdict: str  # "view", "copy", "in-place" or "same tensor" (the input object itself came back)
+    verdict: str  # "view", "copy", "in-place", "same tensor" (the input object itself came back) or "not a tensor"
     new_bytes: int  # fresh storage the result holds
     total_new_bytes: int  # everything allocated while it ran, temporaries (index tensors, masks) included
     shares_memory: bool
@@ -207,20 +271,280 @@ class OpReport(tuple):
     __repr__ = __str__
 
 
-def _fresh_copy(value):
-    """A copy of a tensor or array with the same shape, strides, offset and storage size."""
-    if isinstance(value, np.ndarray):
-        return value.copy(order="K")
-    if value.layout != torch.strided:  # sparse: copies of its parts, coalesced or not as it was
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    storage = value.detach().untyped_storage().clone()
-    duplicate = torch.empty((), dtype=value.dtype, device=value.device)
-    duplicate.set_(storage, value.storage_offset(), value.size(), value.stride())
-    return duplicate.requires_grad_(value.requires_grad)
+def _raw_bytes(address: int, nbytes: int) -> np.ndarray:
+    """A uint8 array over ``nbytes`` bytes of CPU memory at ``address`` (no copy)."""
+
+    class _Interface:
+        __array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1", "data": (address, False)}
+
+    return np.asarray(_Interface())
+
+
+def _home(value) -> tuple[str, int, int]:
+    """(device, first address, end address) of the memory block ``value`` lives in.
+
+    A tensor lives in its whole storage; an array in the buffer of the array it was made from (followed
+    through ``.base``, into the tensor's storage for ``t.numpy()``), or its own byte range if that buffer's
+    extent is not known.
+    """
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        return str(value.device), storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if isinstance(root.base, torch.Tensor) and root.base.layout == torch.strided:
+        return _home(root.base)
+    if root.size and (root.flags.c_contiguous or root.flags.f_contiguous):
+        start = root.__array_interface__["data"][0]
+        return "cpu", start, start + root.nbytes
+    byte_bounds = getattr(getattr(np.lib, "array_utils", np), "byte_bounds", None) or np.byte_bounds
+    low, high = byte_bounds(value)
+    return "cpu", low, high
+
+
+def _clusters(values: dict) -> list[list[str]]:
+    """The names of the inputs grouped by memory: inputs whose memory blocks overlap, or that use one storage
+    object (an empty storage covers no address to overlap), are in one group."""
+    homes = {name: _home(value) for name, value in values.items()}
+    storage_ids = {name: value.untyped_storage()._cdata for name, value in values.items()
+                   if isinstance(value, torch.Tensor)}
+    groups: list[list[str]] = []
+    for name in values:
+        device, start, stop = homes[name]
+        joined = [group for group in groups if any(
+            homes[other][0] == device and (start < homes[other][2] and homes[other][1] < stop
+                                           or name in storage_ids and storage_ids.get(other) == storage_ids[name])
+            for other in group)]
+        merged = [name] + [other for group in joined for other in group]
+        groups = [group for group in groups if group not in joined] + [merged]
+    return groups
+
+
+class _FreshCopier:
+    """Copies of the inputs that answer every question as the originals would.
+
+    Kept: shape, strides, offset and storage size; dtype; the conj and neg bits; requires_grad, leaf or
+    not, and being a view of a tensor that requires grad; numpy arrays' strides and ownership; and which
+    inputs share memory (each memory block is copied once, and every input over it is rebuilt on the copy,
+    so ``x=a[:4], y=a[2:]`` still overlap).
+    """
+
+    def __init__(self, values: dict):
+        self.values = values
+        self.copies: dict[int, object] = {}  # id(original tensor or array) -> its copy
+        self.storages: dict[int, torch.UntypedStorage] = {}  # original storage's _cdata -> its copy
+
+    def copy_all(self) -> dict:
+        strided = {n: v for n, v in self.values.items()
+                   if isinstance(v, np.ndarray) and not v.dtype.hasobject
+                   or isinstance(v, torch.Tensor) and v.layout == torch.strided and not v.is_quantized}
+        for names in _clusters(strided):
+            self._copy_block([strided[n] for n in names])
+        fresh = {}
+        for name, value in self.values.items():
+            if name in strided:
+                fresh[name] = self._rebuild(value)
+            elif isinstance(value, np.ndarray):  # an array of Python objects: copy it as numpy does
+                fresh[name] = value.copy(order="K")
+            else:  # sparse and other layouts: copies of their parts, coalesced or not as they were
+                fresh[name] = value.detach().clone().requires_grad_(value.requires_grad)
+        return fresh
+
+    def _copy_block(self, members: list) -> None:
+        homes = [_home(m) for m in members]
+        device, start = homes[0][0], min(h[1] for h in homes)
+        stop = max(h[2] for h in homes)
+        storages = {}
+        for member in members:
+            if isinstance(member, torch.Tensor):
+                storage = member.untyped_storage()
+                storages[storage._cdata] = storage
+        cover = next((st for st in storages.values()
+                      if st.data_ptr() == start and st.data_ptr() + st.nbytes() == stop), None)
+        if cover is not None:
+            # The usual case: one tensor storage holds everything; its clone is allocated by torch as it was.
+            copied = cover.clone()
+            self.storages[cover._cdata] = copied
+            block = torch.empty(0, dtype=torch.uint8, device=copied.device).set_(copied)
+        else:
+            block = torch.empty(stop - start, dtype=torch.uint8, device=torch.device(device))
+            for member, home in zip(members, homes):
+                piece = block[home[1] - start:home[2] - start]
+                if isinstance(member, torch.Tensor):
+                    piece.copy_(torch.empty(0, dtype=torch.uint8, device=piece.device).set_(member.untyped_storage()))
+                else:  # numpy: CPU memory
+                    piece.copy_(torch.from_numpy(_raw_bytes(home[1], home[2] - home[1])))
+        for key, storage in storages.items():
+            if key in self.storages:
+                continue
+            address, nbytes = storage.data_ptr(), storage.nbytes()
+            if block.device.type == "cpu":
+                # a storage over part of the block (two torch.from_numpy views of one array): the same bytes
+                self.storages[key] = torch.from_numpy(
+                    block.numpy()[address - start:address - start + nbytes]).untyped_storage()
+            else:  # no way to alias part of a device buffer as a storage of its own: a separate copy
+                self.storages[key] = storage.clone()
+        for member in members:
+            self.copies.setdefault(id(member), (start, block))
+
+    def _rebuild(self, value):
+        done = self.copies.get(id(value))
+        if done is not None and not isinstance(done, tuple):
+            return done
+        if isinstance(value, np.ndarray):
+            start, block = done
+            address = value.__array_interface__["data"][0]
+            copy_ = np.ndarray(value.shape, value.dtype, buffer=block.numpy(), offset=address - start,
+                               strides=value.strides)
+            copy_.flags.writeable = value.flags.writeable
+        elif value.is_inference():  # made under inference_mode: in-place updates outside it are refused
+            with torch.inference_mode():
+                copy_ = self._rebuild_tensor(value)
+        else:
+            copy_ = self._rebuild_tensor(value)
+        self.copies[id(value)] = copy_
+        return copy_
+
+    def _rebuild_tensor(self, value: torch.Tensor) -> torch.Tensor:
+        storage = value.untyped_storage()
+        place = (value.dtype, value.device, value.size(), value.stride(), value.storage_offset())
+        base = value._base
+        if base is not None and base.requires_grad and base.layout == torch.strided:
+            # a view of a tensor that requires grad: rebuilt as a view of the rebuilt base, so that in-place
+            # ops on it meet the same autograd rules (a view of a leaf, a view of a non-leaf)
+            self.copies.setdefault(id(base), self.copies.get(id(value)))
+            fresh_base = self._rebuild(base)
+            with torch.enable_grad():
+                copy_ = fresh_base.as_strided(value.size(), value.stride(), value.storage_offset())
+        else:
+            fresh_storage = self.storages[storage._cdata]
+            dtype, device, size, stride, offset = place
+            if value.requires_grad and value.grad_fn is not None:
+                # a non-leaf: a clone of a throwaway leaf of the same shape, moved onto the copied storage
+                with torch.enable_grad():
+                    copy_ = torch.empty_strided(size, stride, dtype=dtype, device=device,
+                                                requires_grad=True).clone()
+            else:
+                copy_ = torch.empty(0, dtype=dtype, device=device)
+            with torch.no_grad():
+                copy_.set_(fresh_storage, offset, size, stride)
+            if value.requires_grad and value.grad_fn is None:
+                copy_.requires_grad_(True)
+        torch._C._set_conj(copy_, value.is_conj())
+        torch._C._set_neg(copy_, value.is_neg())
+        return copy_
 
 
 def _first_tensors(result) -> list:
     return [leaf for leaf in tree_flatten(result)[0] if isinstance(leaf, (torch.Tensor, np.ndarray))]
+
+
+def _storages_in(result) -> list:
+    return [leaf for leaf in tree_flatten(result)[0] if isinstance(leaf, (torch.UntypedStorage, torch.TypedStorage))]
+
+
+def _check_input(name: str, value, fresh_inputs: bool) -> None:
+    if not isinstance(value, (torch.Tensor, np.ndarray)):
+        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {describe(value)}")
+    if isinstance(value, np.ndarray):
+        return
+    if value.is_nested:
+        raise ValueError(
+            f"{name} is a nested tensor: its parts have no single storage to compare; pass its parts "
+            f"(e.g. {name}.unbind()) as separate tensors"
+        )
+    if value.device.type == "meta":
+        raise ValueError(f"{name} is a meta tensor: it has shape and strides but no memory, so nothing can be "
+                         "shared or copied; make it on a real device (e.g. 'cpu')")
+    if value.is_quantized and fresh_inputs:
+        raise ValueError(
+            f"{name} is a quantized tensor: view_or_copy cannot copy it with the same layout; pass "
+            f"fresh_inputs=False to run the expressions on {name} itself (an in-place expression then changes it)"
+        )
+
+
+class _WriteWatcher(_Recorder):
+    """``trace_ops``'s recorder, also noting writes into the inputs' memory and the storages ops made.
+
+    A write reaches an input's memory by paths its version counter does not see (``x.data.add_(1)``:
+    ``x.data`` has a version counter of its own), so each written argument is compared with the inputs
+    before the op runs: a write into an input's storage (as torch's shared version counter counts it) or
+    into an array's buffer is a write into the input.
+    """
+
+    def __init__(self, records: list, sources: list):
+        super().__init__(records)
+        self.sources = sources
+        self.wrote_input = False
+        self.made: set = set()  # storage keys of the outputs of ops that allocated
+
+    def before_call(self, func, args, kwargs) -> None:
+        if self.wrote_input:
+            return
+        for tensor in _written_tensors(func, args, kwargs):
+            try:
+                parts = _memory_parts(tensor)
+                if any(_same_buffer(p, s) for p in parts for s in self.sources):
+                    self.wrote_input = True
+                    return
+            except (TypeError, ValueError, RuntimeError, NotImplementedError):
+                continue
+
+    def after_call(self, record: OpRecord, result) -> None:
+        if record.new_bytes:
+            self.made.update(_storage_key(p) for o in _tensors_in(result) for p in _memory_parts(o))
+
+
+def _storage_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """A uint8 tensor over every byte of a tensor's storage (no copy)."""
+    return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage())
+
+
+def _snapshot(values: dict) -> dict:
+    """The bytes of every CPU input's memory, to see afterwards whether numpy wrote them (a write from
+    torch moves a version counter or passes the watcher; one from numpy leaves no other trace)."""
+    shots = {}
+    for name, value in values.items():
+        if isinstance(value, np.ndarray):
+            if not value.dtype.hasobject:
+                shots[name] = value.tobytes(order="A")
+        elif value.layout == torch.strided and value.device.type == "cpu" and not value.is_quantized:
+            shots[name] = _storage_bytes(value).clone()
+    return shots
+
+
+def _changed(values: dict, shots: dict) -> bool:
+    for name, shot in shots.items():
+        value = values[name]
+        if isinstance(value, np.ndarray):
+            if value.tobytes(order="A") != shot:
+                return True
+        else:
+            now = _storage_bytes(value)
+            if now.shape != shot.shape or not torch.equal(now, shot):
+                return True
+    return False
+
+
+def _run(code, inputs: dict):
+    if callable(code):
+        return code(**inputs)
+    return eval(code, {"torch": torch, "np": np, "copy": copy}, dict(inputs))  # noqa: S307 - learner's own code
+
+
+def _held_bytes(output, source_keys: set) -> tuple[object, int] | None:
+    """(key, bytes) of the memory block a result holds that is not an input's, or None."""
+    if isinstance(output, torch.Tensor):
+        key = _storage_key(output)
+        return None if key in source_keys else (key, _storage_nbytes(output))
+    root = output
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if isinstance(root.base, torch.Tensor):
+        key = _storage_key(root.base)
+        return None if key in source_keys else (key, _storage_nbytes(root.base))
+    return (id(root), root.nbytes) if root.base is None else (id(output), output.nbytes)
 
 
 def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
@@ -229,20 +553,26 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
     Args:
         expressions: a list of Python expressions as strings (``"x.t()"``, ``"x[[0, 2]]"``,
             ``"x.add_(1)"``) or a dict from label to a function of the named tensors.
-        fresh_inputs: run each expression on a fresh copy of the inputs with the same layout, so an
-            in-place expression does not change what the next one sees.
+        fresh_inputs: run each expression on a fresh copy of the inputs, so an in-place expression does
+            not change what the next one sees. The copy keeps everything that can change the answer:
+            layout (shape, strides, offset, storage size), dtype, the conj and neg bits, requires_grad and
+            being a leaf or not, numpy strides, and which inputs share memory. With False the expressions
+            run on the tensors themselves.
         **tensors: the tensors (or numpy arrays) the expressions name, e.g. ``x=torch.arange(6.)``.
 
     Returns:
         An ``OpReport``: one ``OpRow`` per expression (operation, verdict, bytes allocated, shares
-        memory with the input, the aten ops that ran). The verdict is "view", "copy", "in-place" (an input
-        was written), or "same tensor" when the expression handed back the input object itself, as
-        ``x.contiguous()`` does for contiguous ``x``.
+        memory with the input, the aten ops that ran). The verdict is "view", "copy", "in-place" (memory
+        of an input was written, through any alias: ``x.data``, ``x.numpy()``, numpy's ``out=``),
+        "same tensor" when the expression handed back the input object itself, as ``x.contiguous()``
+        does for contiguous ``x``, or "not a tensor" when it returned no tensor or array
+        (``x.shape``, ``x.item()``, ``x.untyped_storage()``).
 
     Raises:
-        TypeError: ``expressions`` is not a list of strings or a dict of callables, or a named value is
-            not a tensor or array.
-        ValueError: no expressions or no tensors given.
+        TypeError: ``expressions`` is not a list of strings or a dict of callables, ``fresh_inputs`` is
+            not a bool, or a named value is not a tensor or array.
+        ValueError: no expressions or no tensors given; a nested or meta tensor; a quantized tensor
+            with ``fresh_inputs=True``.
     """
     if isinstance(expressions, str):
         raise TypeError("expressions must be a list of strings, not a single string: wrap it in [ ]")
@@ -258,56 +588,132 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
         items = [(expression, expression) for expression in expressions]
     else:
         raise TypeError(f"expressions must be a list of strings or a dict, got {describe(expressions)}")
+    if not isinstance(fresh_inputs, bool):
+        raise TypeError(f"fresh_inputs must be True or False, got {describe(fresh_inputs)}")
     if not items:
         raise ValueError("expressions is empty: give at least one expression")
     if not tensors:
         raise ValueError("name the tensors the expressions use, e.g. view_or_copy([...], x=x)")
     for name, value in tensors.items():
-        if not isinstance(value, (torch.Tensor, np.ndarray)):
-            raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {describe(value)}")
+        _check_input(name, value, fresh_inputs)
+    return OpReport(_row(label, code, tensors, fresh_inputs) for label, code in items)
 
-    rows = []
-    for label, code in items:
-        inputs = {n: _fresh_copy(v) for n, v in tensors.items()} if fresh_inputs else dict(tensors)
-        before = {n: v._version for n, v in inputs.items() if isinstance(v, torch.Tensor)}
-        with trace_ops() as records:
-            if callable(code):
-                result = code(**inputs)
-            else:
-                result = eval(code, {"torch": torch, "np": np, "copy": copy}, dict(inputs))  # noqa: S307 - learner's own code
-        # In place means an input was written (its version counter moved, which views share); an in-place op
-        # on a tensor the expression made itself, like the set_ inside copy.copy(x), does not count.
-        wrote = any(inputs[n]._version != v for n, v in before.items())
-        outputs = [part for output in _first_tensors(result) for part in _memory_parts(output)]
-        sources = [part for value in inputs.values() for part in _memory_parts(value)]
-        shares = any(shares_memory(o, s) for o in outputs for s in sources)
-        aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
-        source_keys = {_storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
-        kept = {
-            _storage_key(o): _storage_nbytes(o)
-            for o in outputs
-            if isinstance(o, torch.Tensor) and _storage_key(o) not in source_keys
-        }
-        # x.contiguous() on contiguous x, x.to(x.dtype): the very object, not even a new view of it.
-        same = any(o is v for o in _first_tensors(result) for v in inputs.values())
-        verdict = "in-place" if wrote else ("same tensor" if same else ("view" if aliases else "copy"))
-        rows.append(
-            OpRow(
-                expression=label,
-                aten_ops=tuple(r.name for r in records),
-                verdict=verdict,
-                new_bytes=0 if wrote or aliases else sum(kept.values()),
-                total_new_bytes=sum(r.new_bytes for r in records),
-                shares_memory=shares,
-            )
-        )
-    return OpReport(rows)
+
+def _run_watched(code, inputs: dict):
+    """Run ``code`` on ``inputs`` under a ``_WriteWatcher``: (result, watcher, versions before, byte snapshots)."""
+    shots = _snapshot(inputs)
+    # inference tensors keep no version counter; the watcher still sees every write into them
+    before = {n: v._version for n, v in inputs.items() if isinstance(v, torch.Tensor) and not v.is_inference()}
+    sources = [part for value in inputs.values() for part in _memory_parts(value)]
+    watcher = _WriteWatcher([], sources)
+    with watcher:
+        result = _run(code, inputs)
+    return result, watcher, before, shots
+
+
+def _numpy_writes(code, tensors: dict) -> bool:
+    """Whether ``code`` writes a numpy input through numpy (which keeps no version counter).
+
+    Run once on fresh copies whose arrays are read-only: numpy refuses any write into them, also one
+    that leaves every byte as it was (``np.multiply(a, 1, out=a)``), before writing anything.
+    """
+    inputs = _FreshCopier(tensors).copy_all()
+    arrays = [v for v in inputs.values() if isinstance(v, np.ndarray) and v.flags.writeable]
+    if not arrays:
+        return False
+    for array in arrays:
+        array.flags.writeable = False
+    try:
+        with warnings.catch_warnings(record=True):
+            # This trial run's warnings are dropped (torch.from_numpy warns about our read-only flag); the
+            # real run below shows the learner's own.
+            warnings.simplefilter("always")
+            _run(code, inputs)
+    except ValueError as error:
+        return "read-only" in str(error)
+    except Exception:  # noqa: BLE001 - the real run below raises it again, as the learner's own error
+        return False
+    return False
+
+
+def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
+    numpy_wrote = fresh_inputs and _numpy_writes(code, tensors)
+    inputs = _FreshCopier(tensors).copy_all() if fresh_inputs else dict(tensors)
+    result, watcher, before, shots = _run_watched(code, inputs)
+    records, sources = watcher.records, watcher.sources
+    # In place means an input's memory was written: its version counter moved (views share it), an op
+    # wrote into its memory through another alias, or numpy wrote it (numpy keeps no counter: seen from
+    # read-only copies, and from bytes that changed). An in-place op on a tensor the expression made
+    # itself, like the set_ inside copy.copy(x), does not count.
+    wrote = (
+        any(inputs[n]._version != v for n, v in before.items())
+        or watcher.wrote_input
+        or numpy_wrote
+        or _changed(inputs, shots)
+    )
+    tensors_out = _first_tensors(result)
+    outputs = [part for output in tensors_out for part in _memory_parts(output)]
+    storages_out = [_raw_bytes_of_storage(s) for s in _storages_in(result)]
+    shares = any(shares_memory(o, s) for o in outputs + [s for s in storages_out if s is not None] for s in sources)
+    aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
+    source_keys = {_storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
+    kept = dict(held for o in outputs if not any(_same_buffer(o, s) for s in sources)
+                for held in [_held_bytes(o, source_keys)] if held is not None)
+    # x.contiguous() on contiguous x, x.to(x.dtype): the very object, not even a new view of it.
+    same = any(o is v for o in tensors_out for v in inputs.values())
+    if wrote:
+        verdict = "in-place"
+    elif not tensors_out:
+        verdict = "not a tensor"
+    else:
+        verdict = "same tensor" if same else ("view" if aliases else "copy")
+    traced = sum(r.new_bytes for r in records)
+    # storage the result holds that no traced op allocated (copy.deepcopy makes it outside aten; numpy)
+    untraced = sum(nbytes for key, nbytes in kept.items() if key not in watcher.made)
+    if wrote:
+        new_bytes = sum(r.new_bytes for r in records if r.kind == "inplace")  # resize_ that reallocated
+    elif aliases or not tensors_out:
+        new_bytes = 0
+    else:
+        new_bytes = sum(kept.values())
+    return OpRow(
+        expression=label,
+        aten_ops=tuple(r.name for r in records),
+        verdict=verdict,
+        new_bytes=new_bytes,
+        total_new_bytes=traced + untraced,
+        shares_memory=shares,
+    )
+
+
+def _raw_bytes_of_storage(storage):
+    """A storage result as a byte tensor over the same memory (to ask whether it is an input's memory)."""
+    if isinstance(storage, torch.TypedStorage):
+        storage = storage.untyped()
+    if storage.device.type == "meta" or storage.nbytes() == 0:
+        return None
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+
+def _buffer_key(value):
+    """The object owning ``value``'s memory: a tensor's storage, or the array at the root of ``.base``."""
+    root = value
+    while isinstance(root, np.ndarray) and isinstance(root.base, (np.ndarray, torch.Tensor)):
+        root = root.base
+    if isinstance(root, torch.Tensor):
+        return "storage", root.untyped_storage()._cdata
+    return "array", id(root)
 
 
 def _same_buffer(a, b) -> bool:
+    """Whether ``a`` is a window onto ``b``'s memory block: the same storage, or (with an array) the same
+    buffer, so that an empty slice of an array is a view of it as an empty slice of a tensor is."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return same_storage(a, b)
-    return shares_memory(a, b)
+    if shares_memory(a, b) or _buffer_key(a) == _buffer_key(b):
+        return True
+    home_a, home_b = _home(a), _home(b)
+    return home_a[0] == home_b[0] and home_a[1] < home_b[2] and home_b[1] < home_a[2]
 
 
 __all__ = ["OpRecord", "OpReport", "OpRow", "KINDS", "trace_ops", "view_or_copy", "classify_call"]

@@ -38,12 +38,16 @@ def _byte_view(x, name: str) -> np.ndarray | None:
     if tensor.numel() == 0:
         return None
     itemsize = tensor.element_size()
+    # Dimensions of size 1 or stride 0 add no byte that another element does not already cover, so they
+    # are left out: the byte set is the same, and a tensor may have more dimensions (torch allows any
+    # number) than a numpy array (at most 64). What remains has at most 63: numel fits in an int64.
+    kept = [(size, step) for size, step in zip(tensor.shape, tensor.stride()) if size != 1 and step != 0]
 
     class _Interface:
         __array_interface__ = {
             "version": 3,
-            "shape": tuple(tensor.shape),
-            "strides": tuple(step * itemsize for step in tensor.stride()),
+            "shape": tuple(size for size, _ in kept),
+            "strides": tuple(step * itemsize for _, step in kept),
             "typestr": f"|V{itemsize}",
             "data": (tensor.data_ptr(), True),
         }
@@ -200,6 +204,36 @@ class Layout:
         )
 
 
+def row_major_indices(shape, stride, offset: int, start: int, stop: int) -> tuple[int, ...]:
+    """The storage indices of the elements at row-major positions ``start`` to ``stop - 1``.
+
+    Works for any number of dimensions. Computed with int64 numpy arithmetic when every index fits,
+    else with Python ints (a meta tensor's strides can be near 2**63, where int64 would wrap around).
+    """
+    shape, stride = tuple(shape), tuple(stride)
+    if stop <= start:
+        return ()
+    if not shape:
+        return (offset,)
+    reach = abs(offset) + sum((size - 1) * abs(step) for size, step in zip(shape, stride))
+    if reach < 2**62 and stop < 2**62:
+        position = np.arange(start, stop, dtype=np.int64)
+        flat = np.full(stop - start, offset, dtype=np.int64)
+        for size, step in zip(reversed(shape), reversed(stride)):
+            if size > 1:
+                flat += (position % size) * step
+                position //= size
+        return tuple(flat.tolist())
+    indices = []
+    for position in range(start, stop):
+        index = offset
+        for size, step in zip(reversed(shape), reversed(stride)):
+            position, coordinate = divmod(position, size)
+            index += coordinate * step
+        indices.append(index)
+    return tuple(indices)
+
+
 def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
     """Describe where ``t``'s elements live: shape, strides, offset, storage size and every element's index.
 
@@ -224,16 +258,7 @@ def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
     offset = tensor.storage_offset()
     numel = tensor.numel()
     listed = min(numel, max_elements)
-    if shape == ():
-        indices = (offset,)
-    elif listed == 0:
-        indices = ()
-    else:
-        coords = np.unravel_index(np.arange(listed, dtype=np.int64), shape)
-        flat = np.full(listed, offset, dtype=np.int64)
-        for coord, step in zip(coords, stride):
-            flat += coord * step
-        indices = tuple(int(i) for i in flat)
+    indices = row_major_indices(shape, stride, offset, 0, listed)
     itemsize = tensor.element_size()
     nbytes = tensor.untyped_storage().nbytes()
     return Layout(

@@ -19,7 +19,8 @@ class OpTable:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        marks = {"view": "👁 view", "copy": "📄 copy", "in-place": "✎ in-place", "same tensor": "= same tensor"}
+        marks = {"view": "👁 view", "copy": "📄 copy", "in-place": "✎ in-place", "same tensor": "= same tensor",
+                 "not a tensor": "– not a tensor"}
         head = "".join(f"<th>{html.escape(h)}</th>" for h in OpReport.HEADERS)
         rows = []
         for row, cells in zip(self.report, self.report.table_rows()):
