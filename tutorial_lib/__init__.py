@@ -8,6 +8,15 @@ from .exercises import Feedback, check, exercise_ids
 from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
 from .graph_explorers import GraphStepper
 from .graph_pictures import ErrorReport, draw_graph, graph_layout, graph_svg, show_error
+from .inplace_watch import (
+    InplaceExplanation,
+    InplaceWatch,
+    InplaceWrite,
+    SourceLine,
+    explain_inplace,
+    explanation_of,
+    watch_inplace,
+)
 from .layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
 from .layout_pictures import draw_layout, layout_summary
 from .memory import MemoryReport, format_bytes, measure_memory
@@ -27,12 +36,16 @@ __all__ = [
     "Graph",
     "GraphNode",
     "Hazard",
+    "InplaceExplanation",
+    "InplaceWatch",
+    "InplaceWrite",
     "Layout",
     "MemoryReport",
     "OpRecord",
     "OpReport",
     "OpRow",
     "SavedTensor",
+    "SourceLine",
     "OpTable",
     "StrideExplorer",
     "ViewCopyExplorer",
@@ -41,6 +54,8 @@ __all__ = [
     "graph_svg",
     "draw_layout",
     "draw_memory_timeline",
+    "explain_inplace",
+    "explanation_of",
     "format_bytes",
     "graph_layout",
     "inplace_hazards",
@@ -55,4 +70,18 @@ __all__ = [
     "trace_ops",
     "view_copy_explorer",
     "view_or_copy",
+    "watch_inplace",
 ]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext tutorial_lib``: the cell magics ``%%watch_inplace`` and ``%%measure_memory``."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)

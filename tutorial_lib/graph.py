@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -434,6 +434,10 @@ class Hazard:
     saved_version: int
     current_version: int
     explanation: str
+    # Filled in only when ``watch_inplace`` was on (see inplace_watch.py): the line that saved the tensor
+    # (a ``SourceLine``) and the recorded writes that changed it since (``InplaceWrite``s), in order.
+    saved_at: object = field(default=None, repr=False)
+    changed_at: tuple = field(default=(), repr=False)
 
     def __str__(self) -> str:
         return self.explanation
@@ -456,6 +460,10 @@ def inplace_hazards(t) -> list[Hazard]:
     The list is empty exactly when ``t.backward()`` would not raise autograd's "modified by an inplace
     operation" error (tested against real ``backward()`` on hundreds of random programs). Nothing is run
     or changed.
+
+    When ``watch_inplace`` is on (or was, for the last block that ran), each hazard also names the line
+    that saved the tensor and every line that changed it since (``saved_at``, ``changed_at``, and the
+    same in its explanation).
 
     Args:
         t: a tensor with a backward graph (any tensor is accepted; one without a graph has no hazards).
@@ -489,4 +497,8 @@ def inplace_hazards(t) -> list[Hazard]:
             hazards.append(
                 Hazard(node.name, node.id, what, saved.shape, saved.saved_version, saved.current_version, explanation)
             )
+    if hazards:
+        from .inplace_watch import _with_lines  # only does something when watch_inplace was on
+
+        hazards = _with_lines(tensor, hazards)
     return hazards

@@ -469,7 +469,7 @@ def _saved_line(saved) -> str:
     return f"saved: {saved.attribute} v{saved.saved_version} (now v{saved.current_version})"
 
 
-def _node_box(node, show_values: bool, show_saved: bool) -> _Box:
+def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, ...] = ()) -> _Box:
     lines: list[tuple[str, bool]] = []
     stale = sum(1 for s in node.saved if s.stale)
     if node.kind == "leaf":
@@ -493,6 +493,7 @@ def _node_box(node, show_values: bool, show_saved: bool) -> _Box:
     hidden = len(node.saved) - shown
     if show_saved and hidden > 0:
         lines.append((f"… {hidden} more saved", False))
+    lines.extend((note, False) for note in line_notes)  # from watch_inplace: who saved it, who changed it
     return _Box(node.id, node.kind, node.label, tuple(lines), stale)
 
 
@@ -536,14 +537,33 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
     return _Box(item, "group", group.label, tuple(lines), stale_count)
 
 
-def _boxes(view: CollapsedGraph, items, show_values: bool, show_saved: bool) -> dict[int, _Box]:
+def _boxes(view: CollapsedGraph, items, show_values: bool, show_saved: bool, line_notes=None) -> dict[int, _Box]:
     boxes = {}
+    line_notes = line_notes or {}
     for item in items:
         if view.is_group(item):
             boxes[item] = _group_box(view, item, show_saved)
         else:
-            boxes[item] = _node_box(view.graph.nodes[item], show_values, show_saved)
+            node = view.graph.nodes[item]
+            boxes[item] = _node_box(node, show_values, show_saved, line_notes.get(node.id, ()))
     return boxes
+
+
+def _line_notes(tensor) -> dict[int, tuple[str, ...]]:
+    """Node id -> "saved at file:line" / "changed at file:line (op)" texts, when watch_inplace recorded them."""
+    from .inplace_watch import _watches_for_hazards
+
+    if tensor is None or not _watches_for_hazards():
+        return {}
+    notes: dict[int, list[str]] = {}
+    for hazard in inplace_hazards(tensor):
+        texts = notes.setdefault(hazard.node_id, [])
+        if hazard.saved_at is not None:
+            texts.append(f"saved at {hazard.saved_at.place}")
+        for write in hazard.changed_at:
+            place = write.line.place if write.line is not None else "line unknown"
+            texts.append(f"changed at {place} ({write.op.removeprefix('aten::')})")
+    return {node_id: tuple(dict.fromkeys(texts)) for node_id, texts in notes.items()}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -769,7 +789,12 @@ def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         beyond = sum(1 for h in inplace_hazards(tensor) if h.node_id >= len(graph.nodes))
     hidden_stale = beyond + sum(1 for n in graph.nodes if n.id not in drawn for s in n.saved if s.stale)
     summary = _summary(graph, view, items, show_values, beyond)
-    boxes = _boxes(view, items, show_values, show_saved)
+    line_notes = _line_notes(tensor)
+    if line_notes:
+        summary = summary.rstrip(".") + "; " + "; ".join(
+            f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items())
+        ) + "."
+    boxes = _boxes(view, items, show_values, show_saved, line_notes)
     sub = view if len(items) == len(view.items) else _restricted(view, items)
     layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
 

@@ -1,0 +1,11 @@
+"""Editing through detach(): it shares the version counter, so autograd notices."""
+import torch
+
+
+def run():
+    torch.manual_seed(0)
+    a = torch.randn(5, requires_grad=True)
+    s = torch.sigmoid(a)  # SAVES
+    s.detach().clamp_(max=0.5)  # CHANGES
+    s.sum().backward()
+    return [a.grad]

@@ -1,0 +1,79 @@
+"""python -m tutorial_lib.explain script.py [args ...], run in a subprocess."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tutorial_lib.explain import main
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
+
+SCRIPT = """\
+import sys
+import torch
+
+a = torch.randn(3, requires_grad=True)
+e = a.exp()
+if "break" in sys.argv[1:]:
+    e.mul_(2)
+e.sum().backward()
+print("finished", sys.argv[1:])
+if "exit7" in sys.argv[1:]:
+    sys.exit(7)
+if "other" in sys.argv[1:]:
+    raise KeyError("not the version error")
+"""
+
+
+def explain(*args, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "tutorial_lib.explain", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scripts") / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_the_command_explains_the_error_and_exits_1(script):
+    done = explain(script, "break")
+    assert done.returncode == 1
+    assert "RuntimeError: one of the variables needed for gradient computation" in done.stderr
+    assert "saved at:     train.py:5  e = a.exp()" in done.stderr
+    assert "changed at:   train.py:7  e.mul_(2)   (mul_, version 0 -> 1)" in done.stderr
+    assert 'File "' in done.stderr and "site-packages" not in done.stderr  # the script's own frames only
+
+
+def test_the_command_passes_arguments_and_exit_codes_through(script):
+    done = explain(script, "fine")
+    assert done.returncode == 0 and "finished ['fine']" in done.stdout and done.stderr == ""
+    done = explain(script, "exit7")
+    assert done.returncode == 7
+    done = explain(script, "other")
+    assert done.returncode == 1 and "KeyError: 'not the version error'" in done.stderr
+    assert "Backward needs" not in done.stderr
+
+
+def test_the_command_on_a_corpus_program():
+    done = explain(CORPUS / "bug_relu_inplace_module.py")
+    assert done.returncode == 1
+    assert "saved at:     bug_relu_inplace_module.py:13" in done.stderr
+    assert "changed at:   bug_relu_inplace_module.py:14" in done.stderr
+
+
+def test_bad_command_lines(tmp_path):
+    done = explain()
+    assert done.returncode == 2 and "usage: python -m tutorial_lib.explain" in done.stderr
+    done = explain(tmp_path / "missing.py")
+    assert done.returncode == 2 and "no such script" in done.stderr
+    with pytest.raises(TypeError, match="argv must be a list of str"):
+        main("script.py")

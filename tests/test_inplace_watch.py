@@ -1,0 +1,366 @@
+"""watch_inplace: the corpus of buggy and correct programs, the explanation, and the odd cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import torch
+
+import tutorial_lib as tl
+from tutorial_lib.inplace_watch import explanation_of
+
+from test_graph import random_program, run_program  # noqa: E402 - the random program generator
+
+CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
+BUGGY = sorted(CORPUS.glob("bug_*.py"))
+CORRECT = sorted(CORPUS.glob("ok_*.py"))
+
+
+def load(path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(f"inplace_corpus_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def marked_lines(path: pathlib.Path, marker: str) -> tuple[int, ...]:
+    """Line numbers whose comment carries the marker word (``# SAVES``, ``# CHANGES``)."""
+    lines = path.read_text().splitlines()
+    return tuple(n for n, line in enumerate(lines, start=1) if marker in line.partition("#")[2].split())
+
+
+def test_corpus_is_big_enough():
+    assert len(BUGGY) >= 20 and len(CORRECT) >= 20
+
+
+@pytest.mark.parametrize("path", BUGGY, ids=lambda p: p.stem)
+def test_buggy_program_names_the_saving_and_changing_lines(path):
+    program = load(path)
+    with pytest.raises(RuntimeError) as plain:
+        program.run()
+    with tl.watch_inplace() as watch:
+        with pytest.raises(RuntimeError) as watched:
+            program.run()
+    error = watched.value
+    assert str(error) == str(plain.value)  # torch's own message, unchanged
+    explanation = explanation_of(error)
+    assert explanation is not None, f"no explanation for {path.name}: {error}"
+    assert watch.explanations == [explanation]
+    assert explanation.saved_at is not None and pathlib.Path(explanation.saved_at.filename) == path
+    assert explanation.saved_line == marked_lines(path, "SAVES")[0], str(explanation)
+    assert explanation.changed_lines == marked_lines(path, "CHANGES"), str(explanation)
+    assert all(pathlib.Path(w.line.filename) == path for w in explanation.changed_at)
+    assert explanation.current_version - explanation.saved_version == len(explanation.changed_at)
+    assert not explanation.unknown
+    assert str(explanation) in "\n".join(getattr(error, "__notes__", []))
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=lambda p: p.stem)
+def test_correct_program_reports_nothing_and_keeps_gradients(path):
+    program = load(path)
+    plain = program.run()
+    with tl.watch_inplace() as watch:
+        watched = program.run()
+    assert watch.explanations == []
+    assert len(plain) == len(watched) > 0
+    for before, after in zip(plain, watched):
+        assert before is not None and same_bits(before, after)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Odd situations, bad input, what the watcher keeps
+
+
+def stale_exp():
+    a = torch.randn(3, requires_grad=True)
+    e = a.exp()
+    e.add_(1)
+    return a, e
+
+
+def test_an_error_that_is_not_the_version_error_passes_through_unchanged():
+    a = torch.randn(3, requires_grad=True)
+    loss = (a * 2).sum()
+    loss.backward()
+    with tl.watch_inplace() as watch:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time") as caught:
+            loss.backward()
+    assert not hasattr(caught.value, "inplace_explanation")
+    assert not getattr(caught.value, "__notes__", [])
+    assert watch.explanations == []
+    with tl.watch_inplace():
+        with pytest.raises(ValueError, match="mine"):
+            raise ValueError("mine")
+
+
+def test_version_error_raised_outside_the_watcher_gets_no_note_and_the_graph_explains_it():
+    a, e = stale_exp()
+    with pytest.raises(RuntimeError) as caught:
+        e.sum().backward()
+    assert not getattr(caught.value, "__notes__", [])
+    a, e = stale_exp()
+    tl.inplace_watch._LAST.clear()
+    (explanation,) = tl.explain_inplace(e)
+    assert explanation.node == "ExpBackward0" and explanation.saved_at is None and explanation.changed_at == ()
+    assert (explanation.saved_version, explanation.current_version) == (0, 1)
+    assert "saved at:     line unknown" in str(explanation)
+    assert any("no watch_inplace was on" in s for s in explanation.unknown)
+    assert any("tl.watch_inplace()" in fix for fix in explanation.fixes)
+
+
+def test_forward_outside_backward_inside_says_the_lines_are_unknown():
+    a, e = stale_exp()
+    with tl.watch_inplace():
+        with pytest.raises(RuntimeError) as caught:
+            e.sum().backward()
+    explanation = explanation_of(caught.value)
+    assert explanation.saved_at is None and explanation.changed_at == ()
+    assert "line unknown" in str(explanation) and explanation.unknown
+
+
+def test_inplace_hazards_and_the_picture_name_the_lines_when_the_watcher_was_on():
+    a = torch.randn(3, requires_grad=True)
+    with tl.watch_inplace() as watch:
+        e = a.exp()  # line A
+        e.mul_(2)  # line B
+    (hazard,) = tl.inplace_hazards(e)
+    (explained,) = watch.explain(e)
+    assert hazard.saved_at == explained.saved_at and hazard.saved_at.text == "e = a.exp()  # line A"
+    assert [w.line.text for w in hazard.changed_at] == ["e.mul_(2)  # line B"]
+    assert f"Saved at {hazard.saved_at.place}; changed at" in hazard.explanation
+    import matplotlib
+
+    matplotlib.use("Agg")
+    figure = tl.draw_graph(e)
+    assert f"saved at {hazard.saved_at.place}" in figure.summary and "(mul_)" in figure.summary
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+
+
+def test_the_watcher_holds_no_tensor_alive_and_caps_its_records():
+    import gc
+    import weakref
+
+    with tl.watch_inplace(max_records=10) as watch:
+        x = torch.zeros(100)
+        alive = weakref.ref(x)
+        for _ in range(50):
+            x.add_(1)
+        y = torch.randn(3, requires_grad=True).exp()
+        del x, y
+        gc.collect()
+        assert alive() is None
+    assert len(watch._writes) <= 10 and watch.dropped_writes >= 40
+    assert watch.held_records() <= 30
+    assert "InplaceWatch(finished" in repr(watch)
+
+
+def test_each_kind_of_write_is_recorded_with_the_versions_torch_gives_it():
+    relu = torch.nn.ReLU(inplace=True)
+    with tl.watch_inplace() as watch:
+        t = torch.zeros(4)
+        t.add_(1)
+        t += 1
+        torch.add(t, 1, out=t)
+        t.copy_(torch.ones(4))
+        t[0] = 5
+        t[1:3].mul_(2)
+        relu(t)
+        torch._foreach_add_([t], [torch.ones(4)])
+        final = t._version
+    ops = [w.op for w in watch.writes]
+    assert ops == ["aten::add_", "aten::add_", "aten::add", "aten::copy_", "aten::copy_", "aten::mul_",
+                   "aten::relu_", "aten::_foreach_add_"]
+    assert [w.version_before for w in watch.writes] == list(range(8))
+    assert all(w.version_after == w.version_before + 1 for w in watch.writes)
+    assert final == 8 and watch.writes[2].argument == "out"
+    assert [w.line.lineno for w in watch.writes] == sorted(w.line.lineno for w in watch.writes)
+
+
+@pytest.mark.parametrize("foreach", [True, False])
+def test_optimizer_steps_bump_versions_exactly_as_without_the_watcher(foreach):
+    def train(watched):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1, foreach=foreach)
+        context = tl.watch_inplace() if watched else torch.autograd.set_grad_enabled(True)
+        with context:
+            for _ in range(2):
+                optimizer.zero_grad()
+                model(torch.randn(4, 3)).sum().backward()
+                optimizer.step()
+        return [p._version for p in model.parameters()], [p.detach().clone() for p in model.parameters()]
+
+    (plain_versions, plain_values), (watched_versions, watched_values) = train(False), train(True)
+    assert plain_versions == watched_versions
+    assert all(torch.equal(a, b) for a, b in zip(plain_values, watched_values))
+
+
+def test_nested_watchers_and_the_patch_is_removed_afterwards():
+    original = torch.autograd._engine_run_backward
+    with tl.watch_inplace() as outer:
+        with tl.watch_inplace() as inner:
+            a, e = stale_exp()
+            with pytest.raises(RuntimeError) as caught:
+                e.sum().backward()
+        assert explanation_of(caught.value).changed_lines
+        assert inner.explanations and not outer.explanations
+        assert torch.autograd._engine_run_backward is not original
+    assert torch.autograd._engine_run_backward is original
+    assert torch.autograd.graph._engine_run_backward is original
+
+
+def test_the_retain_graph_fix_is_offered_only_when_a_retained_graph_was_reused():
+    w = torch.randn(3, requires_grad=True)
+    with tl.watch_inplace():
+        h = torch.sin(w)
+        h.sum().backward(retain_graph=True)
+        with torch.no_grad():
+            w.add_(1)
+        with pytest.raises(RuntimeError) as caught:
+            h.sum().backward()
+    assert any("retain_graph=True" in fix for fix in explanation_of(caught.value).fixes)
+    with tl.watch_inplace():
+        a, e = stale_exp()
+        with pytest.raises(RuntimeError) as caught:
+            e.sum().backward()
+    assert not any("retain_graph" in fix for fix in explanation_of(caught.value).fixes)
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+def test_anomaly_mode_metadata_gives_the_saving_line_without_the_watcher():
+    with torch.autograd.detect_anomaly(check_nan=False):
+        a = torch.randn(3, requires_grad=True)
+        e = a.exp()  # the saving line
+    e.add_(1)
+    tl.inplace_watch._LAST.clear()
+    (explanation,) = tl.explain_inplace(e)
+    assert explanation.saved_at is not None and explanation.saved_at.text == "e = a.exp()  # the saving line"
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: tl.watch_inplace(max_records=0).__enter__(), ValueError),
+        (lambda: tl.watch_inplace(max_records="10").__enter__(), TypeError),
+        (lambda: tl.watch_inplace(max_records=True).__enter__(), TypeError),
+        (lambda: tl.explain_inplace(None), TypeError),
+        (lambda: tl.explain_inplace([]), TypeError),
+        (lambda: tl.explain_inplace([torch.ones(1), "x"]), TypeError),
+        (lambda: tl.explanation_of("not an error"), TypeError),
+    ],
+)
+def test_bad_arguments_get_a_clear_message(call, error):
+    with pytest.raises(error, match="max_records|t must|error must"):
+        call()
+
+
+def test_watch_explain_checks_its_argument():
+    with tl.watch_inplace() as watch:
+        pass
+    with pytest.raises(TypeError, match="t must be a tensor"):
+        watch.explain(3)
+    assert watch.explain(torch.ones(2)) == []
+
+
+# ----------------------------------------------------------------------------------------------------
+# Random programs (the generator of tests/test_graph.py): same outcome with and without the watcher
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-identical (NaN included, which torch.equal calls unequal)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return torch.equal(a.detach().reshape(-1).view(torch.uint8), b.detach().reshape(-1).view(torch.uint8))
+
+
+def _outcome(program, watched):
+    context = tl.watch_inplace() if watched else torch.autograd.set_grad_enabled(True)
+    with context:
+        run = run_program(program)
+        try:
+            run.out.backward(torch.ones_like(run.out))
+        except RuntimeError as error:
+            return run, error
+    return run, None
+
+
+def check_random_program(program):
+    plain_run, plain_error = _outcome(program, watched=False)
+    run, error = _outcome(program, watched=True)
+    assert (plain_error is None) == (error is None), program
+    if error is None:
+        for before, after in zip(plain_run.leaves, run.leaves):
+            assert (before.grad is None) == (after.grad is None)
+            assert before.grad is None or same_bits(before.grad, after.grad)
+        return False
+    assert str(error) == str(plain_error)
+    explanation = explanation_of(error)
+    if "modified by an inplace operation" not in str(error):
+        assert explanation is None
+        return True
+    assert explanation is not None, (program, error)
+    assert f"is at version {explanation.current_version}; expected version {explanation.saved_version}" in str(error)
+    assert explanation.saved_at is not None and explanation.saved_at.filename.endswith("test_graph.py")
+    assert len(explanation.changed_at) == explanation.current_version - explanation.saved_version, str(explanation)
+    for write in explanation.changed_at:
+        assert write.line.filename.endswith("test_graph.py")
+        assert "_(" in write.line.text or "+=" in write.line.text or "inplace=True" in write.line.text, write.line.text
+    return True
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31))
+def test_random_programs_raise_alike_and_explain_every_change(seed):
+    check_random_program(random_program(random.Random(seed)))
+
+
+def test_random_programs_seeded_both_outcomes_common():
+    rng = random.Random(11)
+    raised = [check_random_program(random_program(rng)) for _ in range(80)]
+    assert 15 <= sum(raised) <= 65
+
+
+def test_a_fused_optimizer_step_bumps_no_version_so_torch_is_silent_and_the_watch_says_so():
+    source = (CORPUS / "bug_gan_step_between_backwards_adam_foreach_true.py").read_text()
+    namespace: dict = {}
+    exec(compile(source.replace("foreach=True", "fused=True"), "gan_fused.py", "exec"), namespace)  # noqa: S102
+    plain = namespace["run"]()  # no error: autograd never sees the fused step's change
+    with tl.watch_inplace() as watch:
+        watched = namespace["run"]()
+    assert watch.explanations == [] and all(same_bits(a, b) for a, b in zip(plain, watched))
+    fused = watch.unversioned_writes
+    assert fused and {w.op for w in fused} == {"aten::_fused_adam_"}
+    assert all(w.version_after == w.version_before for w in fused)
+
+
+def test_call_keeping_versions_bumps_foreach_writes_inside_any_dispatch_mode():
+    from tutorial_lib._dispatch import WatcherMode
+    from tutorial_lib.inplace_watch import call_keeping_versions
+
+    class Bare(WatcherMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Keeping(WatcherMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return call_keeping_versions(func, args, kwargs or {})
+
+    def versions(mode):
+        a, b = torch.zeros(3), torch.zeros(2)
+        with mode:
+            torch._foreach_add_([a, b], 1.0)
+            torch._foreach_mul_([a], [torch.ones(3)])
+            a.add_(1)
+        return a._version, b._version
+
+    plain = versions(torch.autograd.set_grad_enabled(True))
+    assert plain == (3, 1)
+    assert versions(Keeping()) == plain
+    assert versions(Bare()) == (1, 0)  # the torch 2.13 behaviour the helper corrects

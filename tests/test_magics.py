@@ -1,0 +1,86 @@
+"""The IPython extension: %load_ext tutorial_lib, %%watch_inplace and %%measure_memory in a real shell."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+BUGGY_CELL = """\
+import torch
+a = torch.randn(3, requires_grad=True)
+e = a.exp()
+e.add_(1)
+e.sum().backward()
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    shell = InteractiveShell.instance()
+    result = shell.run_cell("%load_ext tutorial_lib")
+    assert result.success
+    return shell
+
+
+def run(shell, capsys, source):
+    capsys.readouterr()
+    result = shell.run_cell(source)
+    captured = capsys.readouterr()
+    return result, captured.out + captured.err
+
+
+def test_the_watch_magic_shows_the_explanation_instead_of_a_traceback(shell, capsys):
+    result, output = run(shell, capsys, "%%watch_inplace\n" + BUGGY_CELL)
+    assert "RuntimeError: one of the variables needed for gradient computation" in output
+    assert "stale tensor: the result of exp" in output
+    # the cell's own lines: line 3 saved, line 4 changed
+    assert "saved at:" in output and ":3  e = a.exp()" in output
+    assert ":4  e.add_(1)   (add_, version 0 -> 1)" in output
+    assert "Traceback" not in output and "---->" not in output
+    assert shell.user_ns["e"]._version == 1  # the cell's variables are the notebook's
+
+
+def test_the_watch_magic_shows_nothing_extra_when_all_is_well(shell, capsys):
+    cell = "%%watch_inplace\nimport torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\nx.grad"
+    result, output = run(shell, capsys, cell)
+    assert result.success
+    assert output.strip().endswith("tensor([2., 2.])") and output.strip().count("\n") == 0
+    assert "stale" not in output and "Backward needs" not in output
+
+
+def test_the_watch_magic_leaves_other_errors_to_ipython(shell, capsys):
+    result, output = run(shell, capsys, "%%watch_inplace\nraise KeyError('not ours')")
+    assert "KeyError" in output and "not ours" in output
+    result, output = run(shell, capsys, "%%watch_inplace\nimport torch\ntorch.ones(2) @ torch.ones(3)")
+    assert "RuntimeError" in output and "same number of elements" in output
+    assert "Backward needs" not in output
+    # the handler is removed again: a plain cell's version error gets IPython's usual traceback
+    result, output = run(shell, capsys, BUGGY_CELL)
+    assert "Traceback" in output or "---->" in output or "Cell In[" in output
+    assert "Backward needs" not in output
+
+
+def test_the_watch_magic_checks_its_arguments(shell, capsys):
+    result, output = run(shell, capsys, "%%watch_inplace --bogus\nx = 1")
+    assert "ValueError" in output and "--max-records" in output
+    result, output = run(shell, capsys, "%%watch_inplace --max-records 5\nimport torch\ny = torch.zeros(2).add_(1)")
+    assert result.success and output.strip() == ""
+
+
+def test_the_memory_magic_reports_allocated_peak_and_the_timeline(shell, capsys):
+    result, output = run(
+        shell, capsys, "%%measure_memory\nimport torch\nbig = torch.zeros(1000, 1000)\ntmp = big.clone()\ndel tmp\n"
+    )
+    assert result.success
+    assert "memory (cpu): allocated 4,000,000 B (3.81 MiB), peak 8,000,000 B (7.63 MiB)" in output
+    assert "<Figure size" in output and "cell: " in output and "peak 8,000,000 B" in output
+    result, output = run(shell, capsys, "%%measure_memory cpu --no-plot\nimport torch\nsmall = torch.ones(10)\n")
+    assert "allocated 40 B, peak 40 B" in output and "<Figure" not in output
+    result, output = run(shell, capsys, "%%measure_memory cpu cuda\nx = 1")
+    assert "ValueError" in output and "at most one device" in output
+    result, output = run(shell, capsys, "%%measure_memory tpu\nx = 1")
+    assert "ValueError" in output
