@@ -342,7 +342,7 @@ def test_a_fused_optimizer_step_bumps_no_version_so_torch_is_silent_and_the_watc
 
 def test_call_keeping_versions_bumps_foreach_writes_inside_any_dispatch_mode():
     from tutorial_lib._dispatch import WatcherMode
-    from tutorial_lib.inplace_watch import call_keeping_versions
+    from tutorial_lib._dispatch import call_keeping_versions
 
     class Bare(WatcherMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -6,6 +6,7 @@ same expression on an independent tensor: whether the result's storage is the in
 result's storage holds, whether ``_version`` moved.
 """
 
+import contextlib
 import subprocess
 import sys
 
@@ -606,3 +607,27 @@ def test_a_compiled_function_inside_the_watchers_is_recorded():
     with tl.measure_memory() as report:
         y = compiled(x)
     assert (report.allocated, report.peak) == (12, 24)  # sin's 12 bytes stay; mul's 12 were freed after sin
+
+
+def test_trace_ops_keeps_the_version_bumps_of_foreach_updates():
+    # torch 2.13 runs _foreach_*_ ops from a dispatch mode without bumping versions; under trace_ops the
+    # optimizer-between-backwards bug must still raise as it does without the watcher.
+    def run(watch):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(3, 3)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh(), layer)  # layer saves its weight
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=True)
+        loss = model(torch.randn(2, 3)).pow(2).sum()
+        with watch():
+            loss.backward(retain_graph=True)
+            before = layer.weight._version
+            optimizer.step()
+            bumped = layer.weight._version > before
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            return bumped, "modified by an inplace operation" in str(error)
+        return bumped, False
+
+    assert run(contextlib.nullcontext) == (True, True)
+    assert run(trace_ops) == (True, True)

@@ -6,10 +6,18 @@ which takes more than a second: longer than anything else the first ``trace_ops`
 does. The watchers here opt out of the wrapper (the hook PyTorch provides for this is ``_should_skip_dynamo``).
 That only matters under ``torch.compile``: a function compiled inside a ``trace_ops`` or ``measure_memory``
 block still runs and is recorded op by op (``tests/test_ops.py`` checks it with the eager backend).
+
+A mode must also leave version counters as torch would without it. The ``_foreach_*_`` ops
+(``optimizer.step()`` with ``foreach=True``) bump no version when called from a dispatch mode on torch 2.13, so
+a watcher that simply called ``func(*args, **kwargs)`` would hide the in-place error it is meant to explain.
+Every watcher runs ops through ``call_keeping_versions``.
 """
 
 from __future__ import annotations
 
+import functools
+
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
@@ -19,3 +27,73 @@ class WatcherMode(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         return False
+
+
+def tensor_version(tensor: torch.Tensor):
+    """The tensor's version counter, or None for an inference tensor (which has none)."""
+    try:
+        return tensor._version
+    except RuntimeError:  # inference tensors have no version counter
+        return None
+
+
+@functools.cache  # one answer per op overload; the schema never changes
+def written_arguments(func) -> tuple:
+    """The arguments the op's schema marks as written (``Tensor(a!)``), and whether the watcher must bump.
+
+    Returns ``((position, name, keyword-only), ...), bump``. Most in-place ops have an ``ADInplaceOrView``
+    kernel, above any dispatch mode, that bumps the version counter after the op. The ``_foreach_*_`` ops
+    (``optimizer.step()`` with ``foreach=True``) have none: without a mode their composite kernel bumps
+    each tensor, but run from a dispatch mode it does not (torch 2.13: ``torch._foreach_add_([a], [b])``
+    inside any ``TorchDispatchMode`` leaves ``a._version`` unchanged). ``bump`` says the watcher must then
+    bump the counters itself, so that autograd still sees the change it would see without the watcher.
+    It bumps only counters the op left unchanged: CUDA's fast-path foreach kernels bump their own
+    (``increment_version(tensors)`` at the end of each kernel in aten/src/ATen/native/cuda/Foreach*.cu).
+    """
+    written = tuple(
+        (index, argument.name, argument.kwarg_only)
+        for index, argument in enumerate(func._schema.arguments)
+        if argument.alias_info is not None and argument.alias_info.is_write
+    )
+    name = func._schema.name
+    overload = func._overloadname
+    qualified = f"{name}.{overload}" if overload and overload != "default" else name
+    try:
+        has_view_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "ADInplaceOrView")
+    except RuntimeError:
+        has_view_kernel = True
+    bump = bool(written) and name.startswith("aten::_foreach_") and not has_view_kernel
+    # Other writers without that kernel (the fused optimizers' _fused_adam_, _fused_sgd_, ...) bump no
+    # version counter at all, with or without a watcher: autograd cannot see their changes.
+    unversioned = bool(written) and not bump and not has_view_kernel
+    return written, bump, unversioned
+
+
+def bump_like_torch(seen) -> None:
+    """Bump each written tensor whose version the op left unchanged (see ``written_arguments``)."""
+    for tensor, version in seen:
+        if tensor_version(tensor) == version:
+            torch.autograd.graph.increment_version(tensor)
+
+
+def call_keeping_versions(func, args, kwargs):
+    """Run an aten op from inside a dispatch mode, bumping version counters as torch would without the mode.
+
+    For any ``TorchDispatchMode`` (``trace_ops`` and ``measure_memory`` too): ``func(*args, **kwargs)`` of
+    a ``_foreach_*_`` op leaves the versions unbumped (see ``written_arguments``); this bumps them.
+    """
+    written = written_arguments(func)
+    if not written[1]:
+        return func(*args, **kwargs)
+    seen = []
+    for position, argument, keyword_only in written[0]:
+        value = kwargs.get(argument) if keyword_only or position >= len(args) else args[position]
+        for tensor in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(tensor, torch.Tensor):
+                version = tensor_version(tensor)
+                if version is not None:
+                    seen.append((tensor, version))
+    result = func(*args, **kwargs)
+    bump_like_torch(seen)
+    return result
+

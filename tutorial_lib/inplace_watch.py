@@ -44,7 +44,7 @@ import torch
 from torch._C._autograd import _get_sequence_nr
 
 from ._checks import describe, require_positive_int, shape_text
-from ._dispatch import WatcherMode
+from ._dispatch import WatcherMode, bump_like_torch, tensor_version, written_arguments
 
 #: ``watch_inplace`` keeps at most this many write records and node records unless told otherwise.
 DEFAULT_MAX_RECORDS = 50_000
@@ -145,82 +145,10 @@ def _source_line(where) -> SourceLine | None:
     return SourceLine(filename, lineno, function, linecache.getline(filename, lineno).strip())
 
 
-def _written_arguments(func) -> tuple:
-    """The arguments the op's schema marks as written (``Tensor(a!)``), and whether the watcher must bump.
-
-    Returns ``((position, name, keyword-only), ...), bump``. Most in-place ops have an ``ADInplaceOrView``
-    kernel, above any dispatch mode, that bumps the version counter after the op. The ``_foreach_*_`` ops
-    (``optimizer.step()`` with ``foreach=True``) have none: without a mode their composite kernel bumps
-    each tensor, but run from a dispatch mode it does not (torch 2.13: ``torch._foreach_add_([a], [b])``
-    inside any ``TorchDispatchMode`` leaves ``a._version`` unchanged). ``bump`` says the watcher must then
-    bump the counters itself, so that autograd still sees the change it would see without the watcher.
-    It bumps only counters the op left unchanged: CUDA's fast-path foreach kernels bump their own
-    (``increment_version(tensors)`` at the end of each kernel in aten/src/ATen/native/cuda/Foreach*.cu).
-    """
-    written = tuple(
-        (index, argument.name, argument.kwarg_only)
-        for index, argument in enumerate(func._schema.arguments)
-        if argument.alias_info is not None and argument.alias_info.is_write
-    )
-    name = func._schema.name
-    overload = func._overloadname
-    qualified = f"{name}.{overload}" if overload and overload != "default" else name
-    try:
-        has_view_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "ADInplaceOrView")
-    except RuntimeError:
-        has_view_kernel = True
-    bump = bool(written) and name.startswith("aten::_foreach_") and not has_view_kernel
-    # Other writers without that kernel (the fused optimizers' _fused_adam_, _fused_sgd_, ...) bump no
-    # version counter at all, with or without a watcher: autograd cannot see their changes.
-    unversioned = bool(written) and not bump and not has_view_kernel
-    return written, bump, unversioned
-
-
-def _bump_like_torch(seen) -> None:
-    """Bump each written tensor whose version the op left unchanged (see ``_written_arguments``)."""
-    for tensor, version in seen:
-        if _version(tensor) == version:
-            torch.autograd.graph.increment_version(tensor)
-
-
-def call_keeping_versions(func, args, kwargs):
-    """Run an aten op from inside a dispatch mode, bumping version counters as torch would without the mode.
-
-    For any ``TorchDispatchMode`` (``trace_ops`` and ``measure_memory`` too): ``func(*args, **kwargs)`` of
-    a ``_foreach_*_`` op leaves the versions unbumped (see ``_written_arguments``); this bumps them.
-    """
-    written = _WRITTEN.get(func)
-    if written is None:
-        written = _WRITTEN[func] = _written_arguments(func)
-    if not written[1]:
-        return func(*args, **kwargs)
-    seen = []
-    for position, argument, keyword_only in written[0]:
-        value = kwargs.get(argument) if keyword_only or position >= len(args) else args[position]
-        for tensor in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(tensor, torch.Tensor):
-                version = _version(tensor)
-                if version is not None:
-                    seen.append((tensor, version))
-    result = func(*args, **kwargs)
-    _bump_like_torch(seen)
-    return result
-
-
-_WRITTEN: dict = {}
-
-
 def _storage_key(tensor: torch.Tensor):
     try:
         return tensor.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):
-        return None
-
-
-def _version(tensor: torch.Tensor):
-    try:
-        return tensor._version
-    except RuntimeError:  # inference tensors have no version counter
         return None
 
 
@@ -253,9 +181,7 @@ class _Watcher(WatcherMode):
                 where = (code.co_filename, frame.f_lineno, code.co_name)
                 where = _PLACES.setdefault(where, where)  # one tuple per line, however often it runs
             watch._add_node(first_new, watch._op_count, where)
-        written = _WRITTEN.get(func)
-        if written is None:
-            written = _WRITTEN[func] = _written_arguments(func)
+        written = written_arguments(func)
         if not written[0]:
             return func(*args, **kwargs)
         tensors = self._record_writes(func, written[0], args, kwargs)
@@ -263,7 +189,7 @@ class _Watcher(WatcherMode):
             watch._unversioned_ops.add(func._schema.name)
         result = func(*args, **kwargs)
         if written[1]:
-            _bump_like_torch(tensors)
+            bump_like_torch(tensors)
         return result
 
     def _record_writes(self, func, written, args, kwargs) -> list:
@@ -295,7 +221,7 @@ class _Watcher(WatcherMode):
             else:
                 continue
             for label, tensor in tensors:
-                version = _version(tensor)
+                version = tensor_version(tensor)
                 if version is None:
                     continue
                 seen.append((tensor, version))

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from ._checks import describe
-from ._dispatch import WatcherMode
+from ._dispatch import WatcherMode, call_keeping_versions
 from .storage import same_storage, shares_memory
 
 KINDS = ("view", "inplace", "new")
@@ -196,7 +196,7 @@ class _Recorder(WatcherMode):
         kwargs = kwargs or {}
         before = _places_before(func, args, kwargs)
         self.before_call(func, args, kwargs)
-        result = func(*args, **kwargs)
+        result = call_keeping_versions(func, args, kwargs)  # _foreach_*_ ops bump no version inside a mode
         record = classify_call(func, args, kwargs, result, before)
         self.records.append(record)
         self.after_call(record, result)
