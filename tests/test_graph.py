@@ -67,7 +67,42 @@ SAVE_NOTHING = {  # views included
     "slice": lambda y, z, c: y[:],
     "select": lambda y, z, c: y[0],
 }
-COMPUTE = {**SAVE_INPUTS, **SAVE_OUTPUT, **SAVE_NOTHING}
+
+
+class TwoOutputs(torch.autograd.Function):
+    """exp and sin of one input, saving (sin output, input, exp output): two saved outputs and an input."""
+
+    @staticmethod
+    def forward(ctx, a):
+        first, second = a.exp(), a.sin()
+        ctx.save_for_backward(second, a, first)
+        return first, second
+
+    @staticmethod
+    def backward(ctx, grad_first, grad_second):
+        second, a, first = ctx.saved_tensors
+        return grad_first * first + grad_second * torch.cos(a) + 0 * second
+
+
+def _checkpointed(y, z, reentrant):
+    from torch.utils.checkpoint import checkpoint
+
+    with warnings.catch_warnings():  # reentrant: "None of the inputs have requires_grad=True"
+        warnings.simplefilter("ignore")
+        return checkpoint(lambda t, u: t.exp() * u, y, z, use_reentrant=reentrant)
+
+
+# Ops with several outputs (all join the pool), checkpoints, foreach ops and a custom Function.
+SAVE_MANY = {
+    "sort": lambda y, z, c: tuple(y.sort(dim=-1)),  # saves its output indices
+    "max_dim": lambda y, z, c: tuple(y.max(dim=0)),  # saves its output indices
+    "checkpoint": lambda y, z, c: _checkpointed(y, z, False),  # keeps y and z aside, recomputes the rest
+    "checkpoint_reentrant": lambda y, z, c: _checkpointed(y, z, True),  # saves y and z with save_for_backward
+    "foreach_exp": lambda y, z, c: tuple(torch._foreach_exp([y, z])),  # saves its outputs, not readable
+    "foreach_mul": lambda y, z, c: tuple(torch._foreach_mul([y, z], [z, y])),  # saves its inputs, not readable
+    "custom_two": lambda y, z, c: TwoOutputs.apply(y),
+}
+COMPUTE = {**SAVE_INPUTS, **SAVE_OUTPUT, **SAVE_NOTHING, **SAVE_MANY}
 
 
 def _no_grad_mul(y, z):
@@ -110,9 +145,12 @@ CONSTANT_EDITS = {
 }
 
 # Weights (by repetition, as sampled_from is uniform) chosen so that about half the programs raise.
-STEP_KINDS = (
+CLASSIC_STEP_KINDS = (
     2 * (tuple(SAVE_INPUTS) + tuple(SAVE_OUTPUT)) + tuple(SAVE_NOTHING) + 3 * tuple(INPLACE) + 2 * tuple(CONSTANT_EDITS)
 )
+# With checkpoints, foreach ops, multi-output ops and a custom Function: what graph.py's tests use.
+# (random_program's default stays CLASSIC_STEP_KINDS: tests/test_inplace_watch.py draws from it.)
+STEP_KINDS = CLASSIC_STEP_KINDS + 2 * tuple(SAVE_MANY)
 OUT_MODES = ("last", "sum_all", "scaled_sum_of_last")
 
 
@@ -133,10 +171,11 @@ def programs(max_steps: int = 10):
     )
 
 
-def random_program(rng: random.Random, max_steps: int = 10) -> Program:
-    """The same distribution shape as ``programs()``, from a seeded ``random.Random``."""
+def random_program(rng: random.Random, max_steps: int = 10, kinds=CLASSIC_STEP_KINDS) -> Program:
+    """The same distribution shape as ``programs()``, from a seeded ``random.Random`` (``kinds=STEP_KINDS``
+    for the same steps)."""
     steps = tuple(
-        (rng.choice(STEP_KINDS), rng.randrange(41), rng.randrange(41)) for _ in range(rng.randint(2, max_steps))
+        (rng.choice(kinds), rng.randrange(41), rng.randrange(41)) for _ in range(rng.randint(2, max_steps))
     )
     return Program(steps, rng.choice(OUT_MODES), rng.randrange(2**16))
 
@@ -176,13 +215,18 @@ def run_program(program: Program) -> Run:
         y, z = _pick(pool, i), _pick(pool, j)
         try:
             if kind in COMPUTE:
-                pool.append(COMPUTE[kind](y, z, c))
-                recent = [y, z, pool[-1]]
+                made = COMPUTE[kind](y, z, c)
+                made = list(made) if isinstance(made, (tuple, list)) else [made]
+                pool.extend(made)
+                recent = [y, z, *made][-4:]
             elif kind in INPLACE:
                 # i % 4 < 3: edit what the latest op just used or made (the classic hazard) when that is legal
                 chosen = recent[i % 4] if i % 4 < len(recent) else None
                 target = chosen if chosen is not None and _editable(chosen) else _pick([t for t in pool if _editable(t)], i)
-                INPLACE[kind](target, z)
+                if target.is_floating_point():
+                    INPLACE[kind](target, z)
+                else:  # integer indices (sort, max): keep them valid, or backward fails for another reason
+                    target.zero_()
             else:
                 CONSTANT_EDITS[kind](c)
         except (RuntimeError, IndexError) as error:
@@ -245,7 +289,7 @@ def test_hazards_iff_backward_raises_hypothesis(program):
 def test_hazards_iff_backward_raises_seeded_programs_both_outcomes_common():
     """300 seeded programs; both outcomes must be common, so the property above is not passed trivially."""
     rng = random.Random(20240611)
-    outcomes = Counter(check_hazards_against_backward(random_program(rng)) for _ in range(300))
+    outcomes = Counter(check_hazards_against_backward(random_program(rng, kinds=STEP_KINDS)) for _ in range(300))
     assert outcomes[True] >= 60 and outcomes[False] >= 60, outcomes
 
 
@@ -333,6 +377,9 @@ def torch_saved(fn) -> dict | None:
         for index, item in items:
             if item is None:
                 continue
+            if item.unpack_hook is not None:  # unpacking would run the hook (recompute a checkpoint)
+                found[short if index is None else f"{short}[{index}]"] = ("hooked",)
+                continue
             try:
                 value = getattr(fn, "_saved_" + short)
                 value = value if index is None else value[index]
@@ -348,16 +395,20 @@ def check_saved_against_torch(node: GraphNode, fn) -> None:
     truth = torch_saved(fn)
     if truth is None:
         return
-    mine = {s.attribute: s for s in node.saved}
+    # a checkpoint's kept inputs are listed on the first node of its region, beside its hooked tensors
+    mine = {s.attribute: s for s in node.saved if not s.attribute.startswith("checkpoint input")}
     assert set(mine) == set(truth), (fn.name(), mine, truth)
     for attribute, value in truth.items():
         saved = mine[attribute]
-        if isinstance(value, tuple):
+        if value == ("hooked",):
+            assert saved.hooked and saved.saved_version is None
+        elif isinstance(value, tuple):
             assert saved.stale and saved.current_version == value[1]
         else:
             assert saved.saved_version == saved.current_version == value._version
             assert saved.shape == tuple(value.shape) and saved.dtype == value.dtype
-            assert saved.is_output == (value.grad_fn is fn)
+            if value.requires_grad:  # (a non-differentiable output, sort's indices, has no grad_fn)
+                assert saved.is_output == (value.grad_fn is fn)
 
 
 def check_structure(t: torch.Tensor, names: dict | None = None, max_nodes: int = 10**9) -> Graph:
@@ -387,7 +438,8 @@ def check_structure(t: torch.Tensor, names: dict | None = None, max_nodes: int =
             assert node.saved == ()
         else:
             assert node.kind == "backward" and node.label == fn.name()
-            if not fn.name().endswith("CopySlices") and not hasattr(fn, "saved_tensors"):  # tested apart
+            hidden = fn.name().endswith("CopySlices") or type(fn).__name__ == "CppFunction"  # foreach
+            if not hidden and "saved_tensors" not in dir(fn):  # custom Functions: tested apart
                 check_saved_against_torch(node, fn)
     return graph
 

@@ -18,7 +18,7 @@ import time
 import torch
 
 from ._checks import describe, require_bool
-from .graph import Graph, Hazard, autograd_graph, inplace_hazards
+from .graph import Graph, Hazard, HazardList, _refused_graph, autograd_graph, inplace_hazards
 
 _HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
 
@@ -64,6 +64,15 @@ def _assigned_names(statement: str) -> list[str]:
             elements = target.elts if isinstance(target, ast.Tuple) else [target]
             names.extend(n for n in (base(e) for e in elements) if n)
     return names
+
+
+def _is_leaf(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` has no grad_fn; False when autograd refuses to build one (a ``split()`` output
+    whose base was changed in place raises on ``.grad_fn``)."""
+    try:
+        return tensor.grad_fn is None
+    except RuntimeError:
+        return False
 
 
 class GraphStepper:
@@ -147,10 +156,14 @@ class GraphStepper:
         if isinstance(tensor, torch.Tensor):
             leaves = {
                 k: v for k, v in self.namespace.items()
-                if isinstance(v, torch.Tensor) and v.requires_grad and v.grad_fn is None and not k.startswith("_")
+                if isinstance(v, torch.Tensor) and v.requires_grad and not k.startswith("_") and _is_leaf(v)
             }
-            self.graph: Graph | None = autograd_graph(tensor, names=leaves or None)
-            self.hazards: list[Hazard] = inplace_hazards(tensor)
+            try:
+                self.graph: Graph | None = autograd_graph(tensor, names=leaves or None)
+                self.hazards: list[Hazard] = inplace_hazards(tensor)
+            except RuntimeError as error:  # autograd refuses to build its grad_fn: say so, do not raise
+                self.graph = _refused_graph(tensor, str(error).split(". ")[0])
+                self.hazards = HazardList([], self.graph.unseen)
         else:
             self.graph, self.hazards = None, []
 
@@ -267,8 +280,12 @@ class GraphStepper:
                     f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would fail"
                     for h in self.hazards
                 ))
+            elif g.unseen:
+                parts.append("no hazards among what could be read")
             else:
                 parts.append("no hazards")
+            if g.unseen:
+                parts.append("not checked: " + "; ".join(g.unseen))
         return " · ".join(parts)
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._checks import describe, require_tensor
-from .graph import Graph, autograd_graph
+from .graph import Graph, _grad_fn_of, autograd_graph
 
 #: ``collapse_repeats`` looks for blocks of at most this many consecutive segments.
 MAX_PERIOD = 24
@@ -171,11 +171,12 @@ def _require_graph(graph) -> Graph:
 def _aligned_fns(tensor: torch.Tensor, graph: Graph) -> list:
     """The autograd node object behind every graph node (None for the output), walked as autograd_graph does."""
     fns: list = [None]
-    if tensor.grad_fn is None:
+    root = _grad_fn_of(tensor)[0]
+    if root is None or len(graph.nodes) == 1:
         return fns
-    index = {id(tensor.grad_fn): 1}
-    order = [tensor.grad_fn]
-    queue = deque([tensor.grad_fn])
+    index = {id(root): 1}
+    order = [root]
+    queue = deque([root])
     want = len(graph.nodes) - 1
     while queue and len(order) < want:
         fn = queue.popleft()

@@ -27,7 +27,7 @@ import torch
 
 from ._checks import describe, require_axes, require_bool, require_positive_int, shape_text
 from ._figures import bare_figure
-from .graph import Graph, autograd_graph, inplace_hazards
+from .graph import Graph, _grad_fn_of, autograd_graph, inplace_hazards
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
 
 # Sizes are in points at scale 1. Text is monospace (DejaVu Sans Mono ships with matplotlib), so a
@@ -494,7 +494,20 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, 
     if show_saved and hidden > 0:
         lines.append((f"… {hidden} more saved", False))
     lines.extend((note, False) for note in line_notes)  # from watch_inplace: who saved it, who changed it
-    return _Box(node.id, node.kind, node.label, tuple(lines), stale)
+    return _Box(node.id, node.kind, _visible(node.label), tuple(lines), stale)
+
+
+# Characters XML 1.0 cannot hold at all, even escaped (C0 controls but tab, newline and carriage return;
+# surrogates; U+FFFE, U+FFFF), and which no font draws: written as visible escapes (\x01) in both renderers.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(text: str) -> str:
+    def escape(match) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _NOT_XML.sub(escape, text)
 
 
 def _wrap_list(text: str, width: int, breaks: str = r"(?<=, )|(?<=: )") -> list[str]:
@@ -611,16 +624,18 @@ def _choose_view(graph: Graph, tensor, collapse, model, max_nodes: int) -> Colla
 
 
 def _hazard_text(node_name: str, saved) -> str:
+    if saved.attribute.startswith("checkpoint input"):  # kept by the checkpoint, not by the node
+        return f"{saved.attribute} (first needed by {node_name}) v{saved.saved_version}, now v{saved.current_version}"
     return f"{node_name} saved {saved.attribute} v{saved.saved_version}, now v{saved.current_version}"
 
 
 def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int) -> str:
     kinds = [n.kind for n in graph.nodes]
-    backward, leaves = kinds.count("backward"), kinds.count("leaf")
+    backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
     parts = [
         f"Backward graph of {graph.nodes[graph.root].label}: {graph.total_nodes} node"
         f"{'s' if graph.total_nodes != 1 else ''} ({backward} backward, {leaves} lea{'f' if leaves == 1 else 'ves'}"
-        f"{', 1 output' if kinds.count('output') else ''}), {len(graph.edges)} edge{'s' if len(graph.edges) != 1 else ''}"
+        f"{', 1 output' if kinds.count('output') else ''}), {edges} edge{'s' if edges != 1 else ''}"
     ]
     if view.groups:
         parts.append(view.describe())
@@ -636,8 +651,12 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
             f"⚠ {total_stale} saved tensor{'s' if total_stale != 1 else ''} changed in place "
             f"(backward() would fail): {listed}{more}"
         )
+    elif graph.unseen:
+        parts.append("no saved tensor that could be read was changed in place")
     else:
         parts.append("no saved tensor was changed in place")
+    if graph.unseen:
+        parts.append("not checked: " + "; ".join(graph.unseen))
     freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
     if freed:
         parts.append(f"{freed} saved tensor{'s' if freed != 1 else ''} already freed by backward()")
@@ -1021,6 +1040,7 @@ def _render(scene: GraphScene, ax):
 
 
 def _xml(text: str) -> str:
+    text = _visible(text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
@@ -1158,7 +1178,7 @@ def _tensor_for_graph(fn, args, graph_of):
     if isinstance(owner, torch.Tensor):
         return owner
     for arg in args:  # show_error(torch.autograd.backward, out)
-        if isinstance(arg, torch.Tensor) and arg.grad_fn is not None:
+        if isinstance(arg, torch.Tensor) and _grad_fn_of(arg)[0] is not None:
             return arg
     return None
 
@@ -1192,8 +1212,13 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
     target = _tensor_for_graph(fn, args, graph_of)
     # The graph as it was before fn ran: a failing backward() frees the saved tensors of the nodes it
     # already went through, so a snapshot afterwards would show them freed.
-    before = autograd_graph(target, names=names) if target is not None else None
-    before_hazards = inplace_hazards(target) if target is not None else []
+    refused = None
+    try:
+        before = autograd_graph(target, names=names) if target is not None else None
+        before_hazards = inplace_hazards(target) if target is not None else []
+    except RuntimeError as error:  # autograd refuses to build target's grad_fn: report fn's outcome anyway
+        refused = str(error).split(". ")[0]
+        target, before, before_hazards = None, None, []
     try:
         result = fn(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - showing any exception is the point
@@ -1211,6 +1236,8 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
             summary += " Why: " + " ".join(h.explanation for h in hazards)
         if figure is not None:
             summary += " Picture: " + figure.summary
+        elif refused is not None:
+            summary += f" (no picture: the graph of graph_of cannot be read: {refused})"
         elif target is None and _VERSION_ERROR in message:
             summary += " (pass graph_of=<the tensor you called backward on> to see its graph)"
         return ErrorReport(True, error, message, None, hazards, figure, summary)
