@@ -712,7 +712,7 @@ def _refused_graph(tensor: torch.Tensor, reason: str) -> Graph:
     return Graph((output,), (), 0, 1, False, 0, 0, 0, unseen)
 
 
-def _stale_saved(order, roots=None) -> list:
+def stale_saved_tensors(order, roots=None) -> list:
     """(fn, SavedTensor) for every stale saved tensor among the nodes ``order`` (breadth-first from
     ``roots``), as ``inplace_hazards`` finds them: each checkpoint's inputs once, and no ``CopySlices``
     that backward skips. For ``inplace_watch``, which walks several roots."""

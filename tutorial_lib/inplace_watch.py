@@ -692,17 +692,11 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
 
 
 def _stale_in(roots) -> list:
-    """(fn, graph.SavedTensor) for every stale saved tensor reachable from the roots, nearest first."""
-    from .graph import _saved_of
+    """(fn, graph.SavedTensor) for every stale saved tensor reachable from the roots, nearest first, as
+    ``inplace_hazards`` finds them (each checkpoint's inputs once, no ``CopySlices`` that backward skips)."""
+    from .graph import stale_saved_tensors
 
-    stale = []
-    for fn in _all_functions(roots):
-        if fn.name().endswith("AccumulateGrad"):
-            continue
-        for saved in _saved_of(fn):
-            if saved.stale:
-                stale.append((fn, saved))
-    return stale
+    return stale_saved_tensors(_all_functions(roots), list(_root_functions(roots)))
 
 
 def _explain_graph(roots, watches, error_message) -> list[InplaceExplanation]:
