@@ -58,7 +58,6 @@ def test_draw_memory_timeline_checks_its_arguments(kwargs, name):
         draw_memory_timeline(report, **kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason="format_bytes lives in memory.py: the coordinator applies the fix")
 def test_format_bytes_accepts_numpy_integers():
     assert format_bytes(np.int64(1024)) == format_bytes(1024)
 

@@ -404,3 +404,49 @@ def test_inplace_update_leaves_tracemalloc_as_it_found_it():
         assert tracemalloc.is_tracing()
     finally:
         tracemalloc.stop()
+
+
+# --- issue 13: work the CPU allocator's events of the calling thread cannot show ---------------------------------
+
+_POOL = __import__("concurrent.futures").futures.ThreadPoolExecutor(1)
+_POOL.submit(lambda: None).result()  # its thread exists before any measurement
+
+
+def temporary_in_a_new_thread(y, x):
+    import threading
+
+    worker = threading.Thread(target=lambda: y.copy_(y + x))  # the y + x temporary is made in the thread
+    worker.start()
+    worker.join()
+
+
+def temporary_in_a_pool_made_in_the_call(y, x):
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        y.copy_(pool.submit(torch.add, y, x).result())
+
+
+def temporary_in_a_pool_made_before(y, x):
+    y.copy_(_POOL.submit(torch.add, y, x).result())  # the temporary comes from a thread that already existed
+
+
+@pytest.mark.parametrize(
+    "allocating, word",
+    [
+        (temporary_in_a_new_thread, "thread"),
+        (temporary_in_a_pool_made_in_the_call, "thread"),
+        (temporary_in_a_pool_made_before, "thread that existed before"),
+    ],
+)
+def test_inplace_update_rejects_temporaries_made_in_other_threads(allocating, word):
+    feedback = assert_wrong("ch2.inplace_update", allocating)
+    assert word in feedback.message
+
+
+def test_a_temporary_from_another_thread_reads_as_zero_bytes():
+    """Why the guards are needed: measured in the calling thread alone, these answers allocate nothing."""
+    y, x = torch.ones(1000), torch.arange(1000.0)
+    with tl.measure_memory() as memory:
+        temporary_in_a_pool_made_before(y, x)
+    assert memory.peak == 0 and memory.unseen == ()

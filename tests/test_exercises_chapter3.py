@@ -695,3 +695,19 @@ def test_average_loss_leak_message_gives_bytes_per_batch():
 
 def test_average_loss_rejects_non_function():
     assert_wrong("ch3.average_loss", 1.25)
+
+
+def average_loss_leaking_in_a_thread(model, batches):
+    """The running-tensor leak, run in a thread: the calling thread's allocator events show none of it."""
+    import threading
+
+    result = []
+    worker = threading.Thread(target=lambda: result.append(average_loss_running_tensor(model, batches)))
+    worker.start()
+    worker.join()
+    return result[0]
+
+
+def test_average_loss_rejects_work_measure_memory_cannot_see():
+    feedback = assert_wrong("ch3.average_loss", average_loss_leaking_in_a_thread)
+    assert "thread" in feedback.message and "calling thread" in feedback.hint

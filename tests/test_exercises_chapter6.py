@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 import tutorial_lib as tl
+from allocator_truth import allocator_figures
 from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ["ch6.predict_bytes", "ch6.adam_state_bytes", "ch6.reduce_peak"]
@@ -45,7 +46,20 @@ def test_predict_bytes_block_is_measured_as_derived_by_hand():
     mem = predict_bytes_block()
     # c: 250,000 float16 values; d: one float32. b, b * 2, the view and the in-place mul_ leave nothing.
     assert mem.allocated == 250_000 * 2 + 4
-    assert mem.peak == 250_000 * 4 + 250_000 * 2 + 250_000 * 4 + 4
+    # the peak: b, c, b * 2 and d at once, plus the CPU allocator's few bytes for the wrapped 2 and the sum's scratch
+    tensors_peak = 250_000 * 4 + 250_000 * 2 + 250_000 * 4 + 4
+    x = torch.ones(1000, 1000)
+
+    def block():
+        b = x[:, :250].contiguous()
+        c = b.to(torch.float16)
+        x.mul_(2)
+        d = (b * 2).sum()
+        return c, d
+
+    truth, kept = allocator_figures(block)
+    assert mem.peak == truth.peak
+    assert tensors_peak <= mem.peak < tensors_peak + 64
 
 
 @pytest.mark.parametrize(
@@ -337,6 +351,39 @@ def through_numpy_then_copied(x):
     return torch.tensor((a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5))
 
 
+def in_a_new_thread(x):
+    """The original, high-peak function run in a thread: its allocations are not in the calling thread's events."""
+    import threading
+
+    from tutorial_lib.exercises.chapter6 import standardize_rows
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(standardize_rows(x)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+def in_a_thread_pool_made_in_the_call(x):
+    import concurrent.futures
+
+    from tutorial_lib.exercises.chapter6 import standardize_rows
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(standardize_rows, x).result()
+
+
+_POOL = __import__("concurrent.futures").futures.ThreadPoolExecutor(1)
+_POOL.submit(lambda: None).result()  # its thread exists before any measurement
+
+
+def in_a_thread_pool_made_before(x):
+    """A thread that already existed cannot be detected; the result's unseen storage gives it away."""
+    from tutorial_lib.exercises.chapter6 import standardize_rows
+
+    return _POOL.submit(standardize_rows, x).result()
+
+
 def through_deepcopy(x):
     """copy.deepcopy makes storage without an aten op: two x-sized tensors at once, one of them unseen."""
     import copy
@@ -349,11 +396,29 @@ def through_deepcopy(x):
 
 @pytest.mark.parametrize(
     "wrong_answer, word",
-    [(through_numpy, "torch operations"), (through_numpy_then_copied, "NumPy"), (through_deepcopy, "torch operations")],
+    [
+        (through_numpy, "torch operations"),
+        (through_numpy_then_copied, "NumPy"),
+        # counted since measure_memory reads the CPU allocator: rejected for its peak, two x-sized tensors at once
+        (through_deepcopy, "peak"),
+        (in_a_new_thread, "thread"),
+        (in_a_thread_pool_made_in_the_call, "thread"),
+        (in_a_thread_pool_made_before, "calling thread"),
+    ],
 )
 def test_reduce_peak_rejects_memory_measure_memory_cannot_see(wrong_answer, word):
     feedback = assert_wrong("ch6.reduce_peak", wrong_answer)
     assert word in feedback.hint + feedback.message
+
+
+def test_the_threaded_original_would_pass_on_its_figures_alone():
+    """Why the thread guard is needed: measured in the calling thread, the threaded original's peak is tiny."""
+    x = torch.randn(1000, 500)
+    with tl.measure_memory() as threaded:
+        in_a_new_thread(x)
+    with tl.measure_memory() as direct:
+        the_original(x)
+    assert threaded.peak < direct.peak // 2 and threaded.unseen and not direct.unseen
 
 
 def test_reduce_peak_rejects_a_non_function():

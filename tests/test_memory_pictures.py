@@ -32,10 +32,11 @@ def test_timeline_lines_are_the_measured_bytes():
     for line, report in zip(lines, (out_of_place, in_place)):
         expected = [0.0] + [b / MiB for _, b in report.timeline] + [report.allocated / MiB]
         assert list(line.get_ydata()) == pytest.approx(expected)
-        assert max(line.get_ydata()) == pytest.approx(report.peak / MiB)
+        # the line joins the bytes held after each op; a peak can fall inside an op (kernel scratch, a wrapped number)
+        assert max(line.get_ydata()) <= report.peak / MiB
     assert lines[0].get_linestyle() != lines[1].get_linestyle()  # not colour alone
     assert fig.summary.startswith("out-of-place: 3 ops, peak 524,288 B (512.00 KiB)")
-    assert "in-place: 3 ops, peak 262,148 B (256.00 KiB), leaves 4 B allocated" in fig.summary
+    assert "in-place: 3 ops, peak 262,156 B (256.01 KiB), leaves 4 B allocated" in fig.summary
     plt.close(fig)
 
 

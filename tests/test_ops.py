@@ -606,7 +606,9 @@ def test_a_compiled_function_inside_the_watchers_is_recorded():
     assert torch.allclose(y, (x * 2).sin())
     with tl.measure_memory() as report:
         y = compiled(x)
-    assert (report.allocated, report.peak) == (12, 24)  # sin's 12 bytes stay; mul's 12 were freed after sin
+    # sin's 12 bytes stay; mul's 12 were freed after sin; the peak adds the 8-byte double the number 2 becomes
+    # for aten::mul
+    assert (report.allocated, report.peak) == (12, 32)
 
 
 def test_trace_ops_keeps_the_version_bumps_of_foreach_updates():

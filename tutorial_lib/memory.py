@@ -3,36 +3,67 @@
 On CUDA the numbers come from PyTorch's caching allocator (``torch.cuda.memory_allocated`` and
 ``max_memory_allocated``), which count its blocks: requests rounded up to 512 bytes, and a request of 10 MiB or
 more that needs a new segment rounded up to 2 MiB, keeping a leftover of up to 1 MiB (see ``measure_memory``).
-It sees what an operation allocates and frees inside itself. On the CPU there is no
-such counter, so ``measure_memory`` watches the work at the aten level: every op output that got fresh
-storage is counted while that storage is alive, so is the growth of a storage an op resized in place
-(``out=`` into an empty tensor, ``resize_``), and an earlier storage that an op in the block used is
-counted off when it is freed there (``x = x.relu()`` frees the old ``x``). Memory torch did not allocate
-(``torch.from_numpy``, ``torch.as_tensor`` of an array) is not counted, and neither is storage made
-without running an aten op, such as the storages ``torch.load`` reads from a file (measure what you do
-with a loaded tensor, or compare ``untyped_storage().nbytes()`` instead). Storage is freed the moment its
-last reference goes (CPython reference counting), so the CPU figures follow the CUDA allocator's curve for
-the tensors ops return, without the rounding. What the CPU watcher cannot see: scratch memory an op allocates
-and frees inside itself (``x[x > 0]``, ``median``, ``unique``, some convolutions peak higher than reported),
-tensors made in other threads, storage made without an aten op (``copy.deepcopy``, ``pickle``,
-``torch.UntypedStorage(n)``), and what another dispatch mode that was already active when the block began
-allocates beneath it (a block opened inside ``torch.autograd.graph.allow_mutation_on_saved_tensors()`` misses
-its copies). Nothing is printed: no profiler is involved.
+
+On the CPU there is no such counter, but the CPU allocator reports every allocation and every free, with its
+address and size, to PyTorch's profiler when memory profiling is on (``c10/core/CPUAllocator.cpp``,
+``ProfiledCPUMemoryReporter``). ``measure_memory`` runs that profiler (CPU activity only, memory only) for the
+block and adds up its events, so the CPU figures count what the allocator counts: tensors that ops return,
+the scratch memory an op allocates and frees inside itself (``x[x > 0]``, ``unique``, ``median``, convolutions),
+and storage made without an aten op (``copy.deepcopy``, ``pickle.loads``, ``torch.UntypedStorage(n)``). A
+dispatch mode still names the aten op each event happened in (the timeline). An allocation made between two ops
+(a Python number wrapped as a tensor for the next op, the first storage of ``copy.deepcopy``) is counted at once
+and shows in the next op's entry; those made after the last op get a last entry named ``OUTSIDE_ANY_OP``.
+
+The profiler does not report the free of a block allocated before it started, so the dispatch mode also watches
+the storages the block's ops use and counts one off when it is freed in the block (``x = x.relu()`` frees the
+old ``x``) or when an op moved it to a new block (``resize_``).
+
+What the CPU figures still do not see (each is also in ``measure_memory``'s docstring and in chapter 6):
+
+- allocations made in other threads: the profiler records only the thread that runs the block. Threads started
+  inside the block are detected and listed in ``MemoryReport.unseen``; work handed to threads that already
+  existed (a thread pool made before the block) is neither counted nor detected, and neither is the scratch
+  memory of torch's own intra-op worker threads (OpenMP) other than the calling one;
+- memory no PyTorch allocator made: NumPy arrays (``torch.from_numpy`` shares them; ``y.numpy() + 1`` is NumPy's);
+- a storage from before the block that is freed in it without any op of the block touching it (``del x``);
+- under a Python dispatch mode that is not the course's (``allow_mutation_on_saved_tensors()``, your own
+  ``TorchDispatchMode``), the one-value tensor (8 bytes) that mode's Python layer makes again of each Python number
+  an op receives: it looks exactly like the copy the course's own watchers cause, which is left out;
+- everything, when a profiler is already running on the thread (``torch.profiler.profile`` around the block):
+  then only the storages aten ops create are counted, as in earlier versions, and ``unseen`` says so. A profiler
+  started *inside* a block takes the events over (PyTorch runs one profiler per thread): the block's figures miss
+  what happened until that profiler stopped, and ``unseen`` says so.
+
+Nothing is printed. Kineto's ``profiler_start``/``profiler_stop`` lines are switched off by setting the
+environment variable ``KINETO_LOG_LEVEL`` (unless it is already set) before the first profiler of the process
+starts, which also quiets a later ``torch.profiler.profile``. c10's warning "Memory block of unknown size was
+allocated before the profiling started" (printed when memory from before the block is freed in it) and kineto's
+lines, when a profiler ran before ``KINETO_LOG_LEVEL`` was set, go to file descriptor 2, which is redirected to a
+temporary file for the duration of the block; everything else written there is passed on when the block ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import numbers
+import os
+import sys
+import tempfile
+import threading
 import weakref
 from typing import Iterator
 
 import torch
+from torch._C._profiler import _EventType, _RecordFunctionFast
 
 from ._checks import describe
-from ._dispatch import WatcherMode
+from ._dispatch import WatcherMode, call_keeping_versions
 from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _storage_key, _tensors_in
 
 MiB = 1024 * 1024
+
+OUTSIDE_ANY_OP = "(outside any aten op)"
 
 
 def format_bytes(n: int) -> str:
@@ -40,8 +71,9 @@ def format_bytes(n: int) -> str:
 
     ``400000000`` -> ``'400,000,000 B (381.47 MiB)'``, ``4096`` -> ``'4,096 B (4.00 KiB)'``, ``512`` -> ``'512 B'``.
     """
-    if isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"n must be an int number of bytes, got {describe(n)}")
+    n = int(n)
     exact = f"{n:,} B"
     for name, size in (("GiB", 2**30), ("MiB", MiB), ("KiB", 2**10)):
         if abs(n) >= size:
@@ -54,14 +86,19 @@ class MemoryReport:
 
     Attributes:
         device: the device measured.
-        allocated: net change in bytes held by tensors: what the block leaves alive (negative when it
-            freed more than it kept).
-        peak: the largest extra amount held at any moment inside the block, temporaries included.
+        allocated: net change in bytes allocated: what the block leaves alive (negative when it freed more
+            than it kept).
+        peak: the largest extra amount held at any moment inside the block, temporaries included (on the CPU:
+            the scratch memory of kernels too).
         reserved: CUDA only: the net change in memory the caching allocator reserved from the driver
             (what ``nvidia-smi`` sees grow); None on the CPU, where there is no such cache.
         method: how the figures were obtained.
         timeline: one ``(aten op, bytes held)`` pair per op run in the block, bytes counted from the start
-            of the block after the op finished (for drawing memory over time).
+            of the block after the op finished (for drawing memory over time). On the CPU, memory allocated
+            between two ops shows in the next op's entry, and memory allocated after the last op (by no aten
+            op: ``torch.UntypedStorage(n)``, ``pickle.loads``) in a last entry named ``OUTSIDE_ANY_OP``.
+        unseen: sentences naming what this block did that the figures could not count (threads started in the
+            block, a profiler that was already running); empty when the figures are complete.
     """
 
     def __init__(self, device: torch.device, method: str):
@@ -71,6 +108,7 @@ class MemoryReport:
         self.peak: int | None = None
         self.reserved: int | None = None
         self.timeline: tuple[tuple[str, int], ...] = ()
+        self.unseen: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         if self.allocated is None:
@@ -78,6 +116,8 @@ class MemoryReport:
         parts = [f"allocated={format_bytes(self.allocated)}", f"peak={format_bytes(self.peak)}"]
         if self.reserved is not None:
             parts.append(f"reserved={format_bytes(self.reserved)}")
+        if self.unseen:
+            parts.append(f"unseen={len(self.unseen)}")
         return f"MemoryReport(device='{self.device}', " + ", ".join(parts) + ")"
 
 
@@ -133,7 +173,7 @@ class _StorageTracker(WatcherMode):
         if name not in _FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
             for tensor in inputs:  # storages from before the block: count them off if they die inside it
                 self._watch(tensor, counted=False)
-        result = func(*args, **kwargs)
+        result = call_keeping_versions(func, args, kwargs)
         input_keys = {_storage_key(t) for t in inputs}
         for output in _tensors_in(result):
             if not self._on_device(output):
@@ -153,9 +193,355 @@ class _StorageTracker(WatcherMode):
         self._nbytes.clear()
 
 
+# ------------------------------------------------------------------------- the CPU: the allocator's events
+_block_ids = itertools.count()
+
+
+def _cpu_storages(args, kwargs) -> list:
+    """The storages of the CPU tensors an aten op receives (arguments are tensors or flat lists of them)."""
+    storages = []
+    for value in (*args, *kwargs.values()):
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, torch.Tensor) and item.layout == torch.strided and item.device.type == "cpu":
+                storages.append(item.untyped_storage())
+    return storages
+
+
+class _CpuOpNamer(WatcherMode):
+    """Names the aten ops of one block for the profiler, and watches the storages they use.
+
+    Each op runs inside a profiler range named ``tl::op:<block>:<index>``, so an allocator event can be traced
+    back to the op it happened in. A storage an op uses is watched: when it dies, or an op moves it to a new
+    block of memory, a range named ``tl::free:<block>:<index>`` marks the moment, with the address and size
+    kept here. The profiler cannot report those frees when the memory was allocated before it started.
+    """
+
+    def __init__(self, block_id: int):
+        super().__init__()
+        self.op_prefix = f"tl::op:{block_id}:"
+        self.free_prefix = f"tl::free:{block_id}:"
+        self.names: list[str] = []
+        self.frees: list[tuple[int, int]] = []  # (address, bytes) of each watched block that went away
+        self._watched: dict[int, weakref.finalize] = {}
+        self._blocks: dict[int, tuple[int, int]] = {}  # storage key -> (address, bytes) of its memory block
+
+    def _watch(self, storage) -> None:
+        key = storage._cdata
+        if key in self._watched:
+            return
+        # Memory no PyTorch allocator made (torch.from_numpy, DLPack) is not resizable, and not the allocator's.
+        nbytes = storage.nbytes() if storage.resizable() else 0
+        self._blocks[key] = (storage.data_ptr(), nbytes)
+        self._watched[key] = weakref.finalize(storage, self._freed, key)
+
+    def _mark_free(self, address: int, nbytes: int) -> None:
+        if nbytes:
+            self.frees.append((address, nbytes))
+            with _RecordFunctionFast(f"{self.free_prefix}{len(self.frees) - 1}"):
+                pass
+
+    def _freed(self, key: int) -> None:
+        self._watched.pop(key, None)
+        address, nbytes = self._blocks.pop(key)
+        self._mark_free(address, nbytes)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        storages = _cpu_storages(args, kwargs)
+        for storage in storages:
+            self._watch(storage)
+        index = len(self.names)
+        self.names.append(func._schema.name)
+        with _RecordFunctionFast(f"{self.op_prefix}{index}"):
+            result = call_keeping_versions(func, args, kwargs)
+        for storage in storages:  # resize_, out= into a tensor too small: the storage got a new block
+            key = storage._cdata
+            address, nbytes = self._blocks.get(key, (0, 0))
+            if storage.data_ptr() != address and key in self._blocks:
+                self._mark_free(address, nbytes)
+                self._blocks[key] = (storage.data_ptr(), storage.nbytes() if storage.resizable() else 0)
+        return result
+
+    def recheck(self) -> None:
+        """At the end of the block: a storage whose memory was swapped outside any op (``share_memory_()`` moves
+        a storage into shared memory) gave its old block back."""
+        for key, finalizer in list(self._watched.items()):
+            alive = finalizer.peek()
+            if alive is None or key not in self._blocks:
+                continue
+            storage = alive[0]
+            address, nbytes = self._blocks[key]
+            if storage.data_ptr() != address:
+                self._mark_free(address, nbytes)
+                self._blocks[key] = (storage.data_ptr(), storage.nbytes() if storage.resizable() else 0)
+
+    def stop(self) -> None:
+        for finalizer in self._watched.values():
+            finalizer.detach()
+        self._watched.clear()
+        self._blocks.clear()
+
+
+# The profiler's range around a Python dispatch mode's __torch_dispatch__. An allocation directly inside it, or
+# directly inside a tl::op range (not inside the aten op that range then runs), is the Python dispatch layer's
+# own: a Python number that an op receives for a Tensor argument reaches __torch_dispatch__ as a Python number,
+# and calling the op again turns it into a one-value tensor again (8 bytes). That copy exists only because the
+# block is watched (by measure_memory or trace_ops), so it is not counted.
+_PYTHON_DISPATCH = "PythonDispatchMode"
+
+
+def _flatten(tree) -> list[tuple]:
+    """The profiler's event tree of one thread as a flat list in time order (children come sorted by start).
+
+    Entries: ``("alloc", address, signed bytes, the tl::op ranges around it, the innermost range's name)``,
+    ``("range", name)`` when a ``tl::free`` range starts, ``("end", name)`` when a ``tl::op`` range ends.
+    """
+    flat: list[tuple] = []
+    append = flat.append
+    allocation = _EventType.Allocation
+
+    def walk(events, ops: tuple, innermost: str) -> None:
+        for event in events:
+            if event.tag == allocation:
+                fields = event.extra_fields
+                if fields.device.type == "cpu":  # a CUDA allocation in the block is not the CPU's
+                    append(("alloc", fields.ptr, fields.alloc_size, ops, innermost))
+                continue
+            name = event.name
+            if name.startswith("tl::"):
+                if name.startswith("tl::free:"):
+                    append(("range", name))
+                    continue
+                walk(event.children, ops + (name,), name)
+                append(("end", name))
+            else:
+                children = event.children
+                if children:
+                    walk(children, ops, name)
+
+    walk(tree, (), "")
+    return flat
+
+
+class _CpuBlock:
+    """One ``measure_memory`` block on the CPU: its op namer and the profiler events collected for it."""
+
+    def __init__(self):
+        self.block_id = next(_block_ids)
+        self.namer = _CpuOpNamer(self.block_id)
+        self.events: list[tuple] = []
+        self.threads_before = set(threading.enumerate())
+        self.threads_started: list[str] = []
+        self.taken_over = False  # a profiler started inside the block took the events
+
+    def replay(self) -> tuple[int, int, list[tuple[str, int]]]:
+        """Adds up the events: (bytes still allocated, peak, timeline)."""
+        op_prefix, free_prefix = self.namer.op_prefix, self.namer.free_prefix
+        live: dict[int, int] = {}  # address -> bytes of blocks allocated inside this block
+        ever_allocated: set[int] = set()
+        current = peak = 0
+        timeline: list[tuple[str, int]] = []
+        allocated_outside_ops = False  # since the last op: shown with the next op, or in a last entry
+        for event in self.events:
+            kind = event[0]
+            if kind == "alloc":
+                _, address, size, enclosing_ops, innermost = event
+                if size > 0 and (innermost == _PYTHON_DISPATCH or innermost.startswith("tl::op:")):
+                    continue  # the watcher's own, see _PYTHON_DISPATCH
+                in_an_op = any(name.startswith(op_prefix) for name in enclosing_ops)
+                if size > 0:
+                    live[address] = size
+                    ever_allocated.add(address)
+                    current += size
+                    peak = max(peak, current)
+                    if not in_an_op:
+                        allocated_outside_ops = True
+                elif address in live:  # frees of blocks from before the block are counted from the namer
+                    current -= live.pop(address)
+            elif kind == "range":
+                if event[1].startswith(free_prefix):
+                    address, nbytes = self.namer.frees[int(event[1][len(free_prefix):])]
+                    # A block from before the block held its address all along: no allocation here reused it.
+                    if address not in ever_allocated:
+                        current -= nbytes
+            elif event[1].startswith(op_prefix):
+                allocated_outside_ops = False
+                timeline.append((self.namer.names[int(event[1][len(op_prefix):])], current))
+        if allocated_outside_ops:
+            timeline.append((OUTSIDE_ANY_OP, current))
+        return current, peak, timeline
+
+
+class _ThreadSession(threading.local):
+    """Per thread: the open CPU blocks, the profiler run serving them, and the redirected stderr."""
+
+    def __init__(self):
+        self.blocks: list[_CpuBlock] = []
+        self.profiling = False
+        self.saved_stderr: int | None = None
+        self.stderr_file = None
+
+
+_session = _ThreadSession()
+_thread_hook_lock = threading.Lock()
+_thread_hook_users = 0
+_previous_thread_hook = None
+_NOISE = (b"USDT:", b"STAGE:", b"Memory block of unknown size", b"ActivityProfilerController",
+          b"SyncActivityProfilerHandler")
+
+
+def _profiler_api():
+    from torch._C._autograd import _disable_profiler, _enable_profiler, _prepare_profiler
+    from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, _ExperimentalConfig
+
+    config = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
+    return config, {ProfilerActivity.CPU}, _prepare_profiler, _enable_profiler, _disable_profiler
+
+
+def _start_profiler() -> None:
+    # Kineto reads its log level once, when the first profiler of the process starts: set here, it also keeps a
+    # later torch.profiler.profile of the learner's from printing its start/stop lines. A value already set wins.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # on torch 2.13, "5" still prints the two lines
+    config, activities, prepare, enable, _ = _profiler_api()
+    prepare(config, activities)
+    enable(config, activities)
+    _session.profiling = True
+
+
+def _stop_profiler() -> None:
+    """Stops the profiler and hands its events to every block still open on this thread."""
+    from torch._C._autograd import _profiler_enabled
+
+    _, _, _, _, disable = _profiler_api()
+    _session.profiling = False
+    if not _profiler_enabled():  # a profiler started inside the block took the session over and stopped it
+        for block in _session.blocks:
+            block.taken_over = True
+        return
+    events = _flatten(disable().experimental_event_tree())
+    for block in _session.blocks:
+        block.events.extend(events)
+
+
+def _redirect_stderr() -> None:
+    """Sends file descriptor 2 to a temporary file: the profiler prints there from C++."""
+    try:
+        sys.stderr.flush()
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 at all: nothing can be printed either
+        return
+    stderr_file = tempfile.TemporaryFile()
+    os.dup2(stderr_file.fileno(), 2)
+    _session.saved_stderr, _session.stderr_file = saved, stderr_file
+
+
+def _restore_stderr() -> None:
+    """Puts file descriptor 2 back and passes on what was written there, less the profiler's own lines."""
+    if _session.saved_stderr is None:
+        return
+    try:
+        sys.stderr.flush()
+    except (AttributeError, ValueError, OSError):
+        pass
+    os.dup2(_session.saved_stderr, 2)
+    os.close(_session.saved_stderr)
+    stderr_file = _session.stderr_file
+    _session.saved_stderr = _session.stderr_file = None
+    stderr_file.seek(0)
+    kept = [line for line in stderr_file.read().splitlines(keepends=True)
+            if not any(noise in line for noise in _NOISE)]
+    stderr_file.close()
+    if kept:
+        os.write(2, b"".join(kept))
+
+
+def _thread_started_hook(frame, event, arg):
+    """Set with ``threading.setprofile``: runs once in each thread started while a block is open."""
+    thread = threading.current_thread()
+    for block in list(_all_open_blocks):
+        block.threads_started.append(thread.name)
+    sys.setprofile(_previous_thread_hook)
+    if _previous_thread_hook is not None:
+        _previous_thread_hook(frame, event, arg)
+
+
+_all_open_blocks: set[_CpuBlock] = set()
+
+
+def _watch_threads(block: _CpuBlock, opening: bool) -> None:
+    global _thread_hook_users, _previous_thread_hook
+    with _thread_hook_lock:
+        if opening:
+            _all_open_blocks.add(block)
+            if _thread_hook_users == 0:
+                _previous_thread_hook = threading.getprofile()
+                threading.setprofile(_thread_started_hook)
+            _thread_hook_users += 1
+        else:
+            _all_open_blocks.discard(block)
+            _thread_hook_users -= 1
+            if _thread_hook_users == 0 and threading.getprofile() is _thread_started_hook:
+                threading.setprofile(_previous_thread_hook)
+
+
+def _open_cpu_block(block: _CpuBlock) -> None:
+    if not _session.blocks:
+        _redirect_stderr()
+    if _session.profiling:
+        _stop_profiler()
+    _session.blocks.append(block)
+    _watch_threads(block, opening=True)
+    try:
+        _start_profiler()
+    except BaseException:
+        _close_cpu_block(block)
+        raise
+
+
+def _close_cpu_block(block: _CpuBlock) -> None:
+    try:
+        if _session.profiling:
+            _stop_profiler()
+    finally:
+        _session.blocks.remove(block)
+        _watch_threads(block, opening=False)
+        if _session.blocks:
+            _start_profiler()
+        else:
+            _restore_stderr()
+
+
+def _unseen_threads(block: _CpuBlock) -> list[str]:
+    still_running = [t.name for t in threading.enumerate() if t not in block.threads_before]
+    names = list(dict.fromkeys(block.threads_started + still_running))
+    if not names:
+        return []
+    several = len(names) > 1
+    return [f"{len(names)} thread{'s' if several else ''} started in the block ({', '.join(names)}): the profiler "
+            f"records only the thread that runs the block, so {'their' if several else 'its'} allocations are not "
+            "counted"]
+
+
+def _unseen_profiler(block: _CpuBlock) -> list[str]:
+    if not block.taken_over:
+        return []
+    return ["a profiler was started inside the block and took over the allocator's events: the figures miss "
+            "what happened before it stopped (start torch.profiler outside the block instead)"]
+
+
+def _profiler_already_running() -> bool:
+    from torch._C._autograd import _profiler_enabled
+
+    return _profiler_enabled() and not _session.profiling
+
+
 def _resolve_device(device) -> torch.device:
     if device is None:
-        return torch.get_default_device()
+        device = torch.get_default_device()
     if isinstance(device, str):
         try:
             device = torch.device(device)
@@ -169,14 +555,20 @@ def _resolve_device(device) -> torch.device:
             raise ValueError("device is 'cuda' but CUDA is not available on this machine; measure on 'cpu'")
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-    elif device.type != "cpu":
+    elif device.type == "cpu":
+        # The CPU is one device: 'cpu:0' is it (torch.device('cpu') != torch.device('cpu', 0), so normalise),
+        # and there is no 'cpu:1' to measure.
+        if device.index not in (None, 0):
+            raise ValueError(f"device {str(device)!r} does not exist: the CPU is one device, 'cpu' (or 'cpu:0')")
+        device = torch.device("cpu")
+    else:
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device.type!r}")
     return device
 
 
 @contextlib.contextmanager
 def measure_memory(device=None) -> Iterator[MemoryReport]:
-    """Measure the tensor memory a block leaves allocated (``.allocated``) and its peak (``.peak``).
+    """Measure the memory a block leaves allocated (``.allocated``) and its peak (``.peak``).
 
     Usage::
 
@@ -184,27 +576,37 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
             y = torch.relu(x)       # x: 10000 x 10000 float32
         mem.allocated               # 400_000_000; with x.relu_() instead: 0
 
-    On the CPU the figures are the bytes of the storages that aten ops create and free. On CUDA they are
-    differences of ``torch.cuda.memory_allocated()`` and ``max_memory_allocated()``, which count the caching
-    allocator's blocks, not the tensors' bytes: in torch 2.13 (``c10/cuda/CUDACachingAllocator.cpp``, default
-    settings) a request is rounded up to a multiple of 512 bytes, a request of 10 MiB or more that needs a new
-    segment gets one rounded up to a multiple of 2 MiB, and a large-pool block is split only when more than 1 MiB
-    would be left over. So the same ``torch.relu(x)`` on a fresh GPU gives ``allocated == 400_556_032``
+    On the CPU the figures add up the CPU allocator's own events, read from PyTorch's profiler
+    (``profile_memory=True``): every allocation and free of the thread that runs the block, the scratch memory
+    of kernels included, so ``peak`` is the allocator's high-water mark for the block. The CPU allocator does
+    not round: a tensor counts its ``untyped_storage().nbytes()``. The frees of memory allocated before the block
+    are counted when an op of the block used that storage (the profiler cannot see them). Not counted, on the
+    CPU: allocations in other threads (threads started in the block are named in ``.unseen``; a thread pool made
+    before the block is not even detected), memory no PyTorch allocator made (NumPy arrays, shared memory), a
+    storage from before the block freed without any op of the block touching it (``del x``), and all but the
+    storages ops return when a profiler was already running (``.unseen`` says so). C++ lines printed to file
+    descriptor 2 during the block are passed on when it ends (the profiler's own lines are dropped).
+
+    On CUDA they are differences of ``torch.cuda.memory_allocated()`` and ``max_memory_allocated()``, which count
+    the caching allocator's blocks, not the tensors' bytes: in torch 2.13 (``c10/cuda/CUDACachingAllocator.cpp``,
+    default settings) a request is rounded up to a multiple of 512 bytes, a request of 10 MiB or more that needs
+    a new segment gets one rounded up to a multiple of 2 MiB, and a large-pool block is split only when more than
+    1 MiB would be left over. So the same ``torch.relu(x)`` on a fresh GPU gives ``allocated == 400_556_032``
     (191 x 2 MiB, the 382.00 MiB of chapter 6), and any one tensor can count up to about 1 MiB more than its
     bytes. The plain-PyTorch equivalents: ``torch.profiler.profile(profile_memory=True)`` on the CPU;
     ``torch.cuda.reset_peak_memory_stats()``, then ``memory_allocated()`` / ``max_memory_allocated()`` around
     the block on CUDA.
 
     Args:
-        device: ``None`` (the default device, normally the CPU), ``'cpu'``, ``'cuda'``, ``'cuda:N'`` or a
-            ``torch.device``.
+        device: ``None`` (the default device, normally the CPU), ``'cpu'`` (or ``'cpu:0'``), ``'cuda'``,
+            ``'cuda:N'`` or a ``torch.device``.
 
     Yields:
         A ``MemoryReport`` whose fields are filled in when the block ends (also when it raises).
 
     Raises:
         TypeError: ``device`` is not None, a str or a torch.device.
-        ValueError: an unknown device, or CUDA asked for where CUDA is not available.
+        ValueError: an unknown device (``'cpu:1'`` included), or CUDA asked for where CUDA is not available.
     """
     device = _resolve_device(device)
     if device.type == "cuda":
@@ -225,7 +627,27 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
             report.peak = max(0, torch.cuda.max_memory_allocated(device) - start_allocated)
             report.reserved = torch.cuda.memory_reserved(device) - start_reserved
         return
-    report = MemoryReport(device, "storages created and freed by aten ops (CPU)")
+    if _profiler_already_running():
+        yield from _measure_aten_outputs(device)
+        return
+    report = MemoryReport(device, "CPU allocator events (PyTorch profiler, profile_memory=True)")
+    block = _CpuBlock()
+    _open_cpu_block(block)
+    try:
+        with block.namer:
+            yield report
+    finally:
+        block.namer.recheck()
+        block.namer.stop()
+        _close_cpu_block(block)
+        report.allocated, report.peak, timeline = block.replay()
+        report.timeline = tuple(timeline)
+        report.unseen = tuple(_unseen_threads(block) + _unseen_profiler(block))
+
+
+def _measure_aten_outputs(device):
+    """The fallback when a profiler already runs: the storages that aten ops create and free."""
+    report = MemoryReport(device, "storages created and freed by aten ops (CPU; a profiler was already running)")
     tracker = _StorageTracker(device)
     try:
         with tracker:
@@ -235,3 +657,8 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
         report.timeline = tuple(tracker.timeline)
         report.allocated = tracker.current
         report.peak = tracker.peak
+        report.unseen = (
+            "a profiler was already running on this thread, so the CPU allocator's events could not be read: "
+            "only the storages that aten ops return are counted (not kernels' scratch memory, not storage made "
+            "without an aten op, not other threads)",
+        )

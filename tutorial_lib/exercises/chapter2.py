@@ -11,8 +11,9 @@ import tracemalloc
 
 import torch
 
+from .._dispatch import WatcherMode
 from ..memory import measure_memory
-from ..ops import view_or_copy
+from ..ops import _tensors_in, view_or_copy
 from ..storage import same_storage, shares_memory
 from . import correct, exercise, wrong
 
@@ -187,6 +188,27 @@ def _python_peak(fn, y, x) -> int | None:
         tracemalloc.stop()
 
 
+class _MemoryFromElsewhere(WatcherMode):
+    """Records the ops that read a tensor of y's size or more whose memory is neither y's, x's, nor made by an op
+    of the call: memory made where measure_memory cannot see it (a thread that existed before the call, NumPy)."""
+
+    def __init__(self, known_storages, size):
+        super().__init__()
+        self.known = {s._cdata for s in known_storages}
+        self.size = size
+        self.foreign: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        for tensor in _tensors_in((args, kwargs)):
+            storage = tensor.untyped_storage()
+            if storage._cdata not in self.known and storage.nbytes() >= self.size:
+                self.foreign.append(func._schema.name)
+        result = func(*args, **kwargs)
+        self.known.update(t.untyped_storage()._cdata for t in _tensors_in(result))
+        return result
+
+
 @exercise("ch2.inplace_update")
 def check_inplace_update(fn):
     if not callable(fn):
@@ -195,8 +217,14 @@ def check_inplace_update(fn):
         y_before, x_before = y.clone(), x.clone()
         expected = y_before + x_before
         pointer = y.data_ptr()
-        with measure_memory() as memory:
+        elsewhere = _MemoryFromElsewhere([y.untyped_storage(), x.untyped_storage()], y.untyped_storage().nbytes())
+        with measure_memory() as memory, elsewhere:
             fn(y, x)
+        if memory.unseen:  # a thread the profiler does not record: the peak below would not be the truth
+            return wrong(
+                f"for {description} your function did work that measure_memory cannot count: {memory.unseen[0]}.",
+                "add x into y in the calling thread, with one in-place op (`y += x`, `y.add_(x)`).",
+            )
         if not torch.equal(x, x_before):
             return wrong(f"for {description} your function changed x.", "add x into y: y is the tensor to change, x only gets read.")
         if torch.equal(y, y_before):
@@ -226,6 +254,13 @@ def check_inplace_update(fn):
                 "of NumPy memory on the way (a temporary the size of y + x).",
                 "`y.numpy() + x.numpy()` computes the sum into a new array first, just as `y + x` does in torch. "
                 "Add in place: `y += x`, or in NumPy `np.add(y.numpy(), x.numpy(), out=y.numpy())`.",
+            )
+        if elsewhere.foreign:
+            return wrong(
+                f"for {description} your function read a tensor as large as y whose memory was made where "
+                f"measure_memory cannot see it ({elsewhere.foreign[0]} read it): a thread that existed before the "
+                "call, or memory PyTorch did not allocate.",
+                "add x into y in the calling thread, with one in-place op (`y += x`, `y.add_(x)`).",
             )
     return correct(
         "y was updated in its own memory (same data pointer) with 0 bytes allocated, even as a strided view and "

@@ -1,0 +1,117 @@
+"""What reading the CPU allocator costs `measure_memory`, against the aten-level watcher it replaced.
+
+Prints two tables. Time: the median of each workload run plain, under the aten-level watcher (what
+`measure_memory` did on the CPU before issue 13, still used when a profiler is already running:
+`tutorial_lib.memory._measure_aten_outputs`), and under today's `measure_memory` (the profiler's memory events plus
+a dispatch mode that names the ops). Figures: the peak each of the two reports, next to the allocator's own
+(`torch.profiler.profile(profile_memory=True)`, added up here). Run with `make bench` or
+`python benchmarks/bench_measure_memory.py`. Timings are never asserted in tests.
+"""
+
+import contextlib
+import os
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from tutorial_lib import measure_memory
+from tutorial_lib.memory import _measure_aten_outputs
+
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+REPEATS = 15
+
+
+def aten_level():
+    return contextlib.contextmanager(_measure_aten_outputs)(torch.device("cpu"))
+
+
+def workloads():
+    torch.manual_seed(0)
+    small = torch.randn(10)
+    big = torch.randn(1000, 1000)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    inputs, targets = torch.randn(64, 256), torch.randint(0, 10, (64,))
+
+    def training_step():
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(inputs), targets).backward()
+        optimizer.step()
+
+    def hundred_small_ops():
+        for _ in range(100):
+            small + 1
+
+    return [
+        ("empty block", lambda: None),
+        ("100 ops on 10 floats", hundred_small_ops),
+        ("relu of 10^6 floats", lambda: big.relu()),
+        ("x[x > 0], 10^6 floats", lambda: big[big > 0]),
+        ("x.round().unique(), 10^6", lambda: big.round().unique()),
+        ("MLP training step, batch 64", training_step),
+    ]
+
+
+def median_ms(run, under=None):
+    def once():
+        if under is None:
+            run()
+        else:
+            with under():
+                run()
+
+    once()  # warm up
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def allocator_peak(run):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    events = []
+    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        event = stack.pop()
+        if event.tag == torch._C._profiler._EventType.Allocation:
+            events.append((event.start_time_ns, event.extra_fields.ptr, event.extra_fields.alloc_size))
+        stack.extend(event.children)
+    live, current, peak = {}, 0, 0
+    for _, address, size in sorted(events):
+        if size > 0:
+            live[address] = size
+            current += size
+            peak = max(peak, current)
+        elif address in live:
+            current -= live.pop(address)
+    return peak
+
+
+def main():
+    rows = []
+    for label, run in workloads():
+        plain = median_ms(run)
+        old = median_ms(run, aten_level)
+        new = median_ms(run, measure_memory)
+        with aten_level() as old_report:
+            run()
+        with measure_memory() as new_report:
+            run()
+        rows.append((label, plain, old, new, old_report.peak, new_report.peak, allocator_peak(run)))
+    print(f"CPU, torch {torch.__version__}, {torch.get_num_threads()} threads, median of {REPEATS} runs")
+    print(f"{'workload':<30} {'plain ms':>9} {'aten-level ms':>14} {'allocator ms':>13} {'new / old':>10}")
+    for label, plain, old, new, *_ in rows:
+        print(f"{label:<30} {plain:>9.3f} {old:>14.3f} {new:>13.3f} {new / old:>10.2f}")
+    print()
+    print(f"{'workload':<30} {'aten-level peak':>16} {'allocator peak':>15} {'profiler says':>14}")
+    for label, *_, old_peak, new_peak, truth in rows:
+        print(f"{label:<30} {old_peak:>16,} {new_peak:>15,} {truth:>14,}")
+
+
+if __name__ == "__main__":
+    main()
