@@ -71,6 +71,21 @@ def is_stub_function(fn) -> bool:
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
+def call_keeping_grad_mode(fn, *args):
+    """``fn(*args)`` with grad mode put back as it was afterwards, raised or not.
+
+    Returns ``(result, grad mode the call left behind)``, so a checker can tell the learner that their answer
+    left recording switched off for everything that runs after it (``torch.set_grad_enabled(False)``).
+    """
+    import torch
+
+    before = torch.is_grad_enabled()
+    try:
+        return fn(*args), torch.is_grad_enabled()
+    finally:
+        torch.set_grad_enabled(before)
+
+
 def is_stub(answer) -> bool:
     """An untouched stub: ``...`` itself, None, or a function whose body is only ``...`` or ``pass``."""
     return answer is Ellipsis or answer is None or (callable(answer) and is_stub_function(answer))

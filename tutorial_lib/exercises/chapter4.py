@@ -14,7 +14,7 @@ import torch
 
 from ..storage import shares_memory
 from . import is_stub_function as _is_stub_function
-from . import correct, exercise, not_attempted, wrong
+from . import call_keeping_grad_mode, correct, exercise, not_attempted, wrong
 
 
 def _as_values(answer, length: int):
@@ -81,11 +81,7 @@ def check_independent_copy(fn):
     for description, x in _copy_inputs():
         before, version_before = x.detach().clone(), x._version
         flags_before = _graph_flags(x)
-        try:
-            result = fn(x)
-        finally:
-            grad_mode_after = torch.is_grad_enabled()
-            torch.set_grad_enabled(grad_mode_before)
+        result, grad_mode_after = call_keeping_grad_mode(fn, x)
         if grad_mode_after != grad_mode_before:
             return wrong(
                 "your function left gradient recording switched off for everything that runs after it.",
@@ -199,7 +195,7 @@ def check_safe_update(fn):
     old_pointer, old_version = w.data_ptr(), w._version
     grad_mode_before = torch.is_grad_enabled()
     try:
-        result = fn(w, lr)
+        result, grad_mode_after = call_keeping_grad_mode(fn, w, lr)
     except RuntimeError as error:
         if "leaf Variable" in str(error):
             return wrong(
@@ -207,9 +203,6 @@ def check_safe_update(fn):
                 "an optimizer step is not part of the model: make the edit inside `with torch.no_grad():`.",
             )
         raise
-    finally:
-        grad_mode_after = torch.is_grad_enabled()
-        torch.set_grad_enabled(grad_mode_before)
     if grad_mode_after != grad_mode_before:
         return wrong(
             "your function left gradient recording switched off: the next forward pass would record no graph.",
@@ -338,11 +331,7 @@ def check_new_leaf(fn):
     grad_mode_before = torch.is_grad_enabled()
     for description, x in _leaf_inputs():
         before, version_before, flags_before = x.detach().clone(), x._version, _graph_flags(x)
-        try:
-            result = fn(x)
-        finally:
-            grad_mode_after = torch.is_grad_enabled()
-            torch.set_grad_enabled(grad_mode_before)
+        result, grad_mode_after = call_keeping_grad_mode(fn, x)
         if grad_mode_after != grad_mode_before:
             return wrong(
                 "your function left gradient recording switched off for everything that runs after it.",
