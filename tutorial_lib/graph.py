@@ -585,6 +585,12 @@ def _noting_failures(saved: tuple, name: str, unseen: list) -> tuple:
     return saved
 
 
+
+def _first_names(names, shown: int = 3) -> str:
+    """The first few distinct names, comma-separated, with "…" when there are more."""
+    distinct = list(dict.fromkeys(names))
+    return ", ".join(distinct[:shown]) + (", …" if len(distinct) > shown else "")
+
 def _unseen_texts(unseen: list) -> tuple[str, ...]:
     """``_saved_of``'s (kind, node name) notes as a few sentences, counted (a model may have hundreds)."""
     by_kind: dict[str, list[str]] = {}
@@ -603,16 +609,13 @@ def _unseen_texts(unseen: list) -> tuple[str, ...]:
             "reads from outside its arguments are not"
         )
     if "hook" in by_kind:
-        nodes = dict.fromkeys(by_kind["hook"])
         texts.append(
             f"{plural(len(by_kind['hook']), 'saved tensor')} packed by saved_tensors_hooks (in "
-            f"{', '.join(list(nodes)[:3])}{', …' if len(nodes) > 3 else ''}): autograd does not check their "
-            "versions, so an in-place change of one goes undetected"
+            f"{_first_names(by_kind['hook'])}): autograd does not check their versions, so an in-place change "
+            "of one goes undetected"
         )
     if "cpp" in by_kind:
-        nodes = dict.fromkeys(by_kind["cpp"])
-        texts.append(f"the saved tensors of {', '.join(list(nodes)[:3])}{', …' if len(nodes) > 3 else ''} "
-                     "(C++ nodes: not readable from Python)")
+        texts.append(f"the saved tensors of {_first_names(by_kind['cpp'])} (C++ nodes: not readable from Python)")
     if "below a custom Function" in by_kind:
         texts.append(
             f"whether backward reaches {plural(len(by_kind['below a custom Function']), 'stale CopySlices node')}: "
