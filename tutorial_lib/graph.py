@@ -585,11 +585,11 @@ def _noting_failures(saved: tuple, name: str, unseen: list) -> tuple:
     return saved
 
 
-
 def _first_names(names, shown: int = 3) -> str:
     """The first few distinct names, comma-separated, with "…" when there are more."""
     distinct = list(dict.fromkeys(names))
     return ", ".join(distinct[:shown]) + (", …" if len(distinct) > shown else "")
+
 
 def _unseen_texts(unseen: list) -> tuple[str, ...]:
     """``_saved_of``'s (kind, node name) notes as a few sentences, counted (a model may have hundreds)."""
