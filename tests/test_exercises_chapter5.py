@@ -15,7 +15,7 @@ from tutorial_lib.exercises import chapter5
 from exercise_asserts import assert_correct, assert_wrong
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
-IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit", "ch5.custom_linear")
+IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit", "ch5.custom_linear", "ch5.find_changing_line")
 
 
 def test_chapter5_exercises_are_registered():
@@ -67,7 +67,7 @@ def test_culprit_program_has_one_stale_node_and_backward_raises():
 def test_notebook_shows_the_checked_programs_verbatim():
     notebook = json.loads(NOTEBOOK.read_text())
     text = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
-    for source in [*chapter5.PREDICT_PROGRAMS.values(), chapter5.CULPRIT_PROGRAM]:
+    for source in [*chapter5.PREDICT_PROGRAMS.values(), chapter5.CULPRIT_PROGRAM, chapter5.CHANGING_LINE_PROGRAM]:
         assert source in text
 
 
@@ -507,15 +507,33 @@ def test_saved_tensor_hooks_skip_the_version_check():
         assert torch.allclose(a.grad, 4 * a.detach().exp())  # the true gradient is 2 * exp(a)
 
 
-def test_inplace_hazards_cannot_see_inside_a_non_reentrant_checkpoint():
+def test_inplace_hazards_sees_checkpoint_inputs_and_foreach_but_not_what_a_checkpoint_reads_outside():
+    """The chapter's section 5 end: checkpoint inputs and _foreach_* saved tensors are reported; a tensor the
+    checkpointed function reads from outside its arguments is not, and ``unseen`` says so (torch raises nothing)."""
     from torch.utils.checkpoint import checkpoint
 
     x = torch.randn(3, requires_grad=True) * 1
     y = checkpoint(torch.sin, x, use_reentrant=False)
     x.add_(1)
-    assert tl.inplace_hazards(y) == []
+    assert [hazard.what for hazard in tl.inplace_hazards(y)] == ["input 0 of a checkpointed function"]
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+    a = torch.randn(3, requires_grad=True)
+    ys = torch._foreach_exp([a * 1, a * 2])
+    ys[0].add_(1)
+    loss = ys[0].sum() + ys[1].sum()
+    assert [hazard.node for hazard in tl.inplace_hazards(loss)] == ["ForeachExpBackward0"]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+    scale = torch.ones(3)
+    y = checkpoint(lambda t: t.sin() * scale, a, use_reentrant=False)
+    scale.add_(1)
+    hazards = tl.inplace_hazards(y)
+    assert hazards == [] and any("outside its arguments" in text for text in hazards.unseen)
+    y.sum().backward()
+    assert torch.allclose(a.grad, 2 * a.detach().cos())  # silently the new scale
 
 
 def test_write_through_detach_of_a_saved_leaf_is_caught_only_at_backward():
@@ -553,3 +571,67 @@ def test_a_stale_multi_output_piece_can_still_be_read_through_detach():
     with pytest.raises(RuntimeError, match="its base or another view of its base has been modified inplace"):
         first * 1
     assert torch.equal(first.detach(), h.detach()[0])
+
+
+# --- ch5.find_changing_line ------------------------------------------------------------------------------------
+
+
+def test_changing_line_truth_comes_from_the_watcher_and_matches_the_program():
+    truth = chapter5.changing_line_truth()
+    lines = chapter5.CHANGING_LINE_PROGRAM.splitlines()
+    assert truth == {"changed": [9], "saved": [6, 7], "raised_at": 12}
+    assert lines[8].strip() == "hidden.clamp_(-0.9, 0.9)"
+    assert lines[11].strip() == "loss.backward()"
+
+
+def test_changing_line_program_raises_the_version_error_without_the_watcher():
+    namespace = {"torch": torch, "nn": torch.nn}
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        exec(chapter5.CHANGING_LINE_PROGRAM, namespace)  # noqa: S102
+    assert namespace["step"] == 0  # the first iteration: optimizer.step() (line 13) never ran
+
+
+@pytest.mark.parametrize("fixed_line", ["    hidden = hidden.clamp(-0.9, 0.9)\n", ""])
+def test_changing_line_solution_fixes_train(fixed_line):
+    """The fixes the notebook's solution names: the clamp out of place, or clamping before the last layer."""
+    source = chapter5.CHANGING_LINE_PROGRAM.replace("    hidden.clamp_(-0.9, 0.9)\n", fixed_line)
+    if not fixed_line:
+        source = source.replace("model[2](hidden)", "model[2](hidden.clamp(-0.9, 0.9))")
+    namespace = {"torch": torch, "nn": torch.nn}
+    exec(source, namespace)  # noqa: S102
+    assert namespace["step"] == 2
+
+
+def test_changing_line_decoy_is_harmless_alone():
+    """Without the clamp_, the program trains (the mul_ on prediction changes nothing anyone saved)."""
+    source = chapter5.CHANGING_LINE_PROGRAM.replace("    hidden.clamp_(-0.9, 0.9)\n", "")
+    namespace = {"torch": torch, "nn": torch.nn}
+    exec(source, namespace)  # noqa: S102
+    assert namespace["step"] == 2
+
+
+@pytest.mark.parametrize("answer", [9, "hidden.clamp_(-0.9, 0.9)", "  hidden.clamp_(-0.9,   0.9)  ", "line 9", "Line 9", "9", [9], (9,), {9},
+                                    torch.tensor(9), __import__("numpy").int64(9), [9, "hidden.clamp_(-0.9, 0.9)"]])
+def test_find_changing_line_right_answers(answer):
+    assert_correct("ch5.find_changing_line", answer)
+
+
+@pytest.mark.parametrize("answer", [12, 6, 7, 8, 13, 10, [6, 9], [9, 12], "loss.backward()", "line 6", 0, 14, -1])
+def test_find_changing_line_wrong_answers(answer):
+    assert_wrong("ch5.find_changing_line", answer)
+
+
+@pytest.mark.parametrize("answer", [True, 9.0, 9.5, "x", "", [], torch.tensor(9.0), torch.tensor([9, 9]), {"line": 9}])
+def test_find_changing_line_malformed_answers(answer):
+    assert_wrong("ch5.find_changing_line", answer)
+
+
+@pytest.mark.parametrize("answer, hint_part", [
+    (12, "where torch raised"),
+    (6, "saved the tensor"),
+    (7, "saved the tensor"),
+    (8, "no backward node saved"),
+    (13, "never ran"),
+])
+def test_find_changing_line_hints_say_why_the_line_is_wrong(answer, hint_part):
+    assert hint_part in assert_wrong("ch5.find_changing_line", answer).hint

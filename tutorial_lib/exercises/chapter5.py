@@ -1,10 +1,11 @@
 """Chapter 5 exercises: which in-place edits break backward(), a residual block that works, the stale node,
-a custom linear Function with an optional bias.
+a custom linear Function with an optional bias, the line that changed a saved tensor.
 
 Every checker runs torch itself: predictions are compared with what real ``backward()`` calls do on the
 programs below, the learner's block is run forward and backward and its gradients compared with ones torch
-computes for an out-of-place reference, the culprit is looked up with ``inplace_hazards``, and the learner's
-Function is compared with ``nn.functional.linear`` and run through ``torch.autograd.gradcheck``.
+computes for an out-of-place reference, the culprit is looked up with ``inplace_hazards``, the learner's
+Function is compared with ``nn.functional.linear`` and run through ``torch.autograd.gradcheck``, and the
+changing line is the one ``watch_inplace``'s explanation names when the training loop runs under it.
 
 The programs are kept here as source text so that the notebook shows exactly the code that is checked
 (``tests/test_exercises_chapter5.py`` checks that the notebook contains each one verbatim).
@@ -13,6 +14,9 @@ The programs are kept here as source text so that the notebook shows exactly the
 from __future__ import annotations
 
 import inspect
+import linecache
+import operator
+import traceback
 import re
 
 import torch
@@ -323,3 +327,111 @@ def check_custom_linear(cls):
             )
     return correct("forward matches nn.functional.linear, and backward passes gradcheck with and without a bias, "
                    "with frozen inputs or weight: one gradient per input, None where there is none.")
+
+
+# --- ch5.find_changing_line ----------------------------------------------------------------------------
+
+CHANGING_LINE_PROGRAM = """\
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+inputs, targets = torch.randn(16, 4), torch.randn(16, 1)
+for step in range(3):
+    hidden = model[1](model[0](inputs))
+    prediction = model[2](hidden)
+    prediction.mul_(0.5)
+    hidden.clamp_(-0.9, 0.9)
+    loss = ((prediction - targets) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()"""
+
+_PROGRAM_FILE = "<ch5.find_changing_line>"
+_LINE_WORD = re.compile(r"^\s*(?:line\s*)?(\d+)\s*$", re.IGNORECASE)
+
+
+def changing_line_truth() -> dict:
+    """Run the program under ``watch_inplace`` and return what its explanations say.
+
+    Keys: ``changed`` (the line numbers that changed a stale saved tensor, from every explanation of the loss's
+    graph), ``saved`` (the lines that saved them) and ``raised_at`` (the line where backward raised).
+    """
+    from ..inplace_watch import explanation_of, watch_inplace
+
+    lines = CHANGING_LINE_PROGRAM.splitlines()
+    linecache.cache[_PROGRAM_FILE] = (len(CHANGING_LINE_PROGRAM), None, [line + "\n" for line in lines], _PROGRAM_FILE)
+    namespace = {"torch": torch, "nn": torch.nn}
+    code = compile(CHANGING_LINE_PROGRAM, _PROGRAM_FILE, "exec")
+    raised_at = None
+    with watch_inplace() as watch:
+        try:
+            exec(code, namespace)  # noqa: S102 - our own fixed program
+        except RuntimeError as error:
+            if explanation_of(error) is None:
+                raise
+            frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == _PROGRAM_FILE]
+            raised_at = frames[-1].lineno if frames else None
+        explanations = watch.explain(namespace["loss"])
+    changed = sorted({line for explanation in explanations for line in explanation.changed_lines})
+    saved = sorted({explanation.saved_line for explanation in explanations if explanation.saved_line is not None})
+    return {"changed": changed, "saved": saved, "raised_at": raised_at}
+
+
+def _line_number(item):
+    """A line number from an int, a numpy/torch integer, 'line 9', '9' or the line's own text; else None."""
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, torch.Tensor):
+        if item.numel() != 1 or item.dtype.is_floating_point or item.dtype == torch.bool:
+            return None
+        return int(item.item())
+    if isinstance(item, str):
+        match = _LINE_WORD.match(item)
+        if match:
+            return int(match.group(1))
+        text = " ".join(item.split())
+        for number, line in enumerate(CHANGING_LINE_PROGRAM.splitlines(), start=1):
+            if text and text == " ".join(line.split()):
+                return number
+        return None
+    try:
+        return operator.index(item)
+    except TypeError:
+        return None
+
+
+@exercise("ch5.find_changing_line")
+def check_find_changing_line(answer):
+    items = list(answer) if isinstance(answer, (list, tuple, set, frozenset)) else [answer]
+    numbers = [_line_number(item) for item in items]
+    if not items or None in numbers:
+        return wrong(
+            "the answer should be a line number of the program (an int such as 4), or the text of that line.",
+            "run the program in a %%watch_inplace cell, or under `with tl.watch_inplace():`, and read 'changed at'.",
+        )
+    truth = changing_line_truth()
+    changed, saved = truth["changed"], truth["saved"]
+    lines = CHANGING_LINE_PROGRAM.splitlines()
+    if sorted(set(numbers)) == changed:
+        where = ", ".join(f"line {n} ({lines[n - 1].strip()})" for n in changed)
+        return correct(
+            f"{where} changed `hidden` after Tanh saved it (its output) and the last Linear saved it (its input, "
+            "for the weight's gradient). torch raised only at loss.backward(), and its message never names this line."
+        )
+    wrong_line = next(n for n in numbers if n not in changed) if any(n not in changed for n in numbers) else None
+    if wrong_line is None:
+        return wrong("every line you named changed the saved tensor, but one is missing.", "list every 'changed at' line.")
+    if not 1 <= wrong_line <= len(lines):
+        return wrong(f"the program has lines 1 to {len(lines)}; {wrong_line} is not one of them.", "count from 1 at torch.manual_seed(0).")
+    text = lines[wrong_line - 1].strip()
+    if wrong_line == truth["raised_at"]:
+        hint = "that is where torch raised: backward found the stale tensor there, but it was changed earlier."
+    elif wrong_line in saved:
+        hint = "that line saved the tensor (the explanation's 'saved at'); which later line wrote into it?"
+    elif "step" in text:
+        hint = "optimizer.step() never ran: backward already failed in the first iteration."
+    elif text.endswith("_(0.5)"):
+        hint = "prediction.mul_ is in place, but it changes the output of a Linear layer, which no backward node saved."
+    else:
+        hint = "that line writes nothing in place that backward needs. Run the program under tl.watch_inplace()."
+    return wrong(f"line {wrong_line} ({text}) is not the line that changed the saved tensor.", hint)
