@@ -84,3 +84,15 @@ def test_the_memory_magic_reports_allocated_peak_and_the_timeline(shell, capsys)
     assert "ValueError" in output and "at most one device" in output
     result, output = run(shell, capsys, "%%measure_memory tpu\nx = 1")
     assert "ValueError" in output
+
+
+def test_measure_memory_magic_says_one_op_and_what_it_could_not_count(shell, capsys):
+    source = (
+        "%%measure_memory --no-plot\nimport threading\nimport torch\nkept = []\n"
+        "worker = threading.Thread(target=lambda: kept.append(torch.ones(1000)))\n"
+        "worker.start()\nworker.join()\ny = torch.ones(3)\n"
+    )
+    result, output = run(shell, capsys, source)
+    assert result.success
+    assert ", 1 op" in output and "1 ops" not in output
+    assert "not counted:" in output and "thread" in output

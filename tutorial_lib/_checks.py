@@ -57,3 +57,8 @@ def shape_text(shape) -> str:
         return "?"
     shape = tuple(shape)
     return str(shape) if shape else "scalar"
+
+
+def plural(count: int, word: str) -> str:
+    """``count`` and ``word``, with an "s" unless the count is 1: ``plural(1, "op")`` is "1 op"."""
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._checks import describe, require_positive_int, require_tensor, shape_text
+from ._checks import describe, plural, require_positive_int, require_tensor, shape_text
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
 DEFAULT_MAX_NODES = 2000
@@ -596,9 +596,6 @@ def _unseen_texts(unseen: list) -> tuple[str, ...]:
     by_kind: dict[str, list[str]] = {}
     for kind, name in unseen:
         by_kind.setdefault(kind, []).append(name)
-
-    def plural(count: int, word: str) -> str:
-        return f"{count} {word}{'' if count == 1 else 's'}"
 
     texts = []
     if "checkpoint" in by_kind:

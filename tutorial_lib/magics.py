@@ -18,6 +18,7 @@ import shlex
 
 from IPython.core.magic import Magics, cell_magic, magics_class
 
+from ._checks import plural
 from .inplace_watch import watch_inplace
 from .memory import format_bytes, measure_memory
 
@@ -93,8 +94,11 @@ def _display_memory(report, plot: bool) -> None:
 
     text = (
         f"memory ({report.device}): allocated {format_bytes(report.allocated)}, "
-        f"peak {format_bytes(report.peak)}, {len(report.timeline)} ops"
+        f"peak {format_bytes(report.peak)}, {plural(len(report.timeline), 'op')}"
     )
+    unseen = getattr(report, "unseen", ())
+    if unseen:
+        text += "\nnot counted: " + "; ".join(unseen)
     display({"text/plain": text}, raw=True)
     if plot and report.timeline:
         import matplotlib.pyplot as plt
