@@ -15,8 +15,6 @@ Every watcher runs ops through ``call_keeping_versions``.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -37,11 +35,11 @@ def tensor_version(tensor: torch.Tensor):
         return None
 
 
-@functools.cache  # one answer per op overload; the schema never changes
 def written_arguments(func) -> tuple:
     """The arguments the op's schema marks as written (``Tensor(a!)``), and whether the watcher must bump.
 
-    Returns ``((position, name, keyword-only), ...), bump``. Most in-place ops have an ``ADInplaceOrView``
+    Returns ``(written, bump, unversioned)``, ``written`` as ``((position, name, keyword-only), ...)``. Most
+    in-place ops have an ``ADInplaceOrView``
     kernel, above any dispatch mode, that bumps the version counter after the op. The ``_foreach_*_`` ops
     (``optimizer.step()`` with ``foreach=True``) have none: without a mode their composite kernel bumps
     each tensor, but run from a dispatch mode it does not (torch 2.13: ``torch._foreach_add_([a], [b])``
@@ -50,6 +48,9 @@ def written_arguments(func) -> tuple:
     It bumps only counters the op left unchanged: CUDA's fast-path foreach kernels bump their own
     (``increment_version(tensors)`` at the end of each kernel in aten/src/ATen/native/cuda/Foreach*.cu).
     """
+    known = _WRITTEN_ARGUMENTS.get(func)
+    if known is not None:
+        return known
     written = tuple(
         (index, argument.name, argument.kwarg_only)
         for index, argument in enumerate(func._schema.arguments)
@@ -66,7 +67,8 @@ def written_arguments(func) -> tuple:
     # Other writers without that kernel (the fused optimizers' _fused_adam_, _fused_sgd_, ...) bump no
     # version counter at all, with or without a watcher: autograd cannot see their changes.
     unversioned = bool(written) and not bump and not has_view_kernel
-    return written, bump, unversioned
+    known = _WRITTEN_ARGUMENTS[func] = (written, bump, unversioned)
+    return known
 
 
 def bump_like_torch(seen) -> None:
@@ -97,3 +99,7 @@ def call_keeping_versions(func, args, kwargs):
     bump_like_torch(seen)
     return result
 
+
+# One answer per op overload (the schema never changes). A plain dict, not functools.cache: a compiled function
+# run inside a watcher makes Dynamo trace this code, and Dynamo warns about lru_cache-wrapped functions.
+_WRITTEN_ARGUMENTS: dict = {}
