@@ -39,8 +39,8 @@ def written_arguments(func) -> tuple:
     """The arguments the op's schema marks as written (``Tensor(a!)``), and whether the watcher must bump.
 
     Returns ``(written, bump, unversioned)``, ``written`` as ``((position, name, keyword-only), ...)``. Most
-    in-place ops have an ``ADInplaceOrView``
-    kernel, above any dispatch mode, that bumps the version counter after the op. The ``_foreach_*_`` ops
+    in-place ops have an ``ADInplaceOrView`` kernel, above any dispatch mode, that bumps the version counter
+    after the op. The ``_foreach_*_`` ops
     (``optimizer.step()`` with ``foreach=True``) have none: without a mode their composite kernel bumps
     each tensor, but run from a dispatch mode it does not (torch 2.13: ``torch._foreach_add_([a], [b])``
     inside any ``TorchDispatchMode`` leaves ``a._version`` unchanged). ``bump`` says the watcher must then
