@@ -11,13 +11,18 @@ a dispatch mode that names the ops). Figures: the peak each of the two reports, 
 import contextlib
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from tutorial_lib import measure_memory
 from tutorial_lib.memory import _measure_aten_outputs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from allocator_truth import allocator_figures  # noqa: E402  (the tests' ground truth, not a package)
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 REPEATS = 15
@@ -72,24 +77,8 @@ def median_ms(run, under=None):
 
 
 def allocator_peak(run):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        run()
-    events = []
-    stack = list(prof.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        event = stack.pop()
-        if event.tag == torch._C._profiler._EventType.Allocation:
-            events.append((event.start_time_ns, event.extra_fields.ptr, event.extra_fields.alloc_size))
-        stack.extend(event.children)
-    live, current, peak = {}, 0, 0
-    for _, address, size in sorted(events):
-        if size > 0:
-            live[address] = size
-            current += size
-            peak = max(peak, current)
-        elif address in live:
-            current -= live.pop(address)
-    return peak
+    """The peak the CPU allocator's own events show (the tests' ground truth, tests/allocator_truth.py)."""
+    return allocator_figures(run)[0].peak
 
 
 def main():

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from allocator_truth import allocator_figures
+
 import tutorial_lib as tl
 from tutorial_lib import autograd_graph, inplace_hazards
 from tests.test_graph import (
@@ -296,23 +298,7 @@ class _RealOps(TorchDispatchMode):
 
 def _allocator_peak(fn) -> int:
     """Peak bytes the CPU allocator held above its level at the start, from its own allocation events."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    events, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        event = stack.pop()
-        if event.tag == torch._C._profiler._EventType.Allocation:
-            events.append((event.start_time_ns, event.extra_fields.ptr, event.extra_fields.alloc_size))
-        stack.extend(event.children)
-    live, level, peak = {}, 0, 0
-    for _, address, size in sorted(events):
-        if size > 0:
-            live[address] = size
-            level += size
-            peak = max(peak, level)
-        elif address in live:
-            level -= live.pop(address)
-    return peak
+    return allocator_figures(fn)[0].peak
 
 
 def test_inspecting_a_64_mib_copy_slices_graph_allocates_nothing_big():
