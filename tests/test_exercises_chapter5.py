@@ -610,13 +610,14 @@ def test_changing_line_decoy_is_harmless_alone():
     assert namespace["step"] == 2
 
 
-@pytest.mark.parametrize("answer", [9, "hidden.clamp_(-0.9, 0.9)", "  hidden.clamp_(-0.9,   0.9)  ", "line 9", "Line 9", "9", [9], (9,), {9},
+@pytest.mark.parametrize("answer", [9, "hidden.clamp_(-0.9, 0.9)", "  hidden.clamp_(-0.9,   0.9)  ", "hidden.clamp_(-0.9,0.9)", "line 9", "Line 9", "9", [9], (9,), {9},
                                     torch.tensor(9), __import__("numpy").int64(9), [9, "hidden.clamp_(-0.9, 0.9)"]])
 def test_find_changing_line_right_answers(answer):
     assert_correct("ch5.find_changing_line", answer)
 
 
-@pytest.mark.parametrize("answer", [12, 6, 7, 8, 13, 10, [6, 9], [9, 12], "loss.backward()", "line 6", 0, 14, -1])
+@pytest.mark.parametrize("answer", [12, 6, 7, 8, 13, 10, [6, 9], [9, 12], "loss.backward()", "line 6", 0, 14, -1,
+                                    11, "9, 12", "hidden.clamp(-0.9, 0.9)"])
 def test_find_changing_line_wrong_answers(answer):
     assert_wrong("ch5.find_changing_line", answer)
 
@@ -632,6 +633,7 @@ def test_find_changing_line_malformed_answers(answer):
     (7, "saved the tensor"),
     (8, "no backward node saved"),
     (13, "never ran"),
+    (10, "count from 1 at torch.manual_seed(0)"),  # the line number read inside a `with tl.watch_inplace():` block
 ])
 def test_find_changing_line_hints_say_why_the_line_is_wrong(answer, hint_part):
     assert hint_part in assert_wrong("ch5.find_changing_line", answer).hint

@@ -389,9 +389,9 @@ def _line_number(item):
         match = _LINE_WORD.match(item)
         if match:
             return int(match.group(1))
-        text = " ".join(item.split())
+        text = "".join(item.split())  # spacing does not matter: "clamp_(-0.9,0.9)" is the same line
         for number, line in enumerate(CHANGING_LINE_PROGRAM.splitlines(), start=1):
-            if text and text == " ".join(line.split()):
+            if text and text == "".join(line.split()):
                 return number
         return None
     try:
@@ -424,7 +424,11 @@ def check_find_changing_line(answer):
     if not 1 <= wrong_line <= len(lines):
         return wrong(f"the program has lines 1 to {len(lines)}; {wrong_line} is not one of them.", "count from 1 at torch.manual_seed(0).")
     text = lines[wrong_line - 1].strip()
-    if wrong_line == truth["raised_at"]:
+    offset = wrong_line - changed[0] if len(changed) == 1 and wrong_line > changed[0] else None
+    if offset in (1, 2) and wrong_line != truth["raised_at"]:
+        hint = (f"count from 1 at torch.manual_seed(0): the watcher numbers the lines of the cell, so inside a `with` "
+                f"block or below other lines its numbers are {offset} higher than the program's.")
+    elif wrong_line == truth["raised_at"]:
         hint = "that is where torch raised: backward found the stale tensor there, but it was changed earlier."
     elif wrong_line in saved:
         hint = "that line saved the tensor (the explanation's 'saved at'); which later line wrote into it?"
