@@ -61,7 +61,9 @@ def render_math(markdown: str) -> str:
 def prepare(notebook) -> None:
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            cell.source = NOTEBOOK_LINK.sub(lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", render_math(cell.source))
+            cell.source = NOTEBOOK_LINK.sub(
+                lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", render_math(cell.source)
+            )
         elif cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 if WIDGET in output.get("data", {}):
@@ -77,7 +79,9 @@ def title_and_intro(notebook) -> tuple[str, str]:
 
 
 def build(out: Path) -> list[Path]:
-    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(TEMPLATES)], exclude_anchor_links=False)
+    exporter = HTMLExporter(
+        template_name="offline", extra_template_basedirs=[str(TEMPLATES)], exclude_anchor_links=False
+    )
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):

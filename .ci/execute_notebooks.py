@@ -11,7 +11,6 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-
 from reset_exercises import tag_exercise_cells
 from setup_cell import ensure_setup_cell
 
@@ -22,7 +21,9 @@ def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     ensure_setup_cell(notebook)
     tag_exercise_cells(notebook)  # what `make reset-exercises` restores
-    client = NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()
     for cell in notebook.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}

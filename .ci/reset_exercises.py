@@ -65,9 +65,15 @@ def reset(path: Path, ref: str = "HEAD", root: Path = ROOT) -> int:
     changed = 0
     for cell, original in zip(current, pristine):
         if (cell.source, cell.get("outputs"), cell.get("execution_count")) != (
-            original.source, original.get("outputs"), original.get("execution_count")
+            original.source,
+            original.get("outputs"),
+            original.get("execution_count"),
         ):
-            cell.source, cell.outputs, cell.execution_count = original.source, original.outputs, original.execution_count
+            cell.source, cell.outputs, cell.execution_count = (
+                original.source,
+                original.outputs,
+                original.execution_count,
+            )
             changed += 1
     if changed:
         nbformat.write(notebook, path)

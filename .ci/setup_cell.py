@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TAG = "setup"
 
-TEMPLATE = '''\
+TEMPLATE = """\
 # Setup. In the course environment (`make lab`, conda, Binder) tutorial_lib is already installed and this
 # cell does nothing. Elsewhere (Colab) it installs tutorial_lib, and nothing else, from the course repository.
 import importlib.util
@@ -23,7 +23,7 @@ if importlib.util.find_spec("tutorial_lib") is None:
 if "google.colab" in sys.modules:
     from google.colab import output  # Colab shows ipywidgets only with its custom widget manager
 
-    output.enable_custom_widget_manager()'''
+    output.enable_custom_widget_manager()"""
 
 
 def source_url() -> str:

@@ -21,8 +21,8 @@ matplotlib.use("Agg")
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tutorial_lib.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
 from tutorial_lib._figures import png_bytes as _png_bytes  # noqa: E402
+from tutorial_lib.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
 from tutorial_lib.layout_pictures import draw_layout, layout_picture, redraw_layout  # noqa: E402
 
 # Settings a learner steps through in the stride explorer: (widget, value), one update each.
@@ -87,13 +87,15 @@ def main() -> None:
 
     from tutorial_lib import GraphStepper
 
-    stepper = GraphStepper([
-        ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
-        ("exp saves its result", "a = x.exp()"),
-        ("change a in place", "a.mul_(2)"),
-        ("use a", "y = (a * x).sum()"),
-        ("backward fails", "y.backward()"),
-    ])
+    stepper = GraphStepper(
+        [
+            ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
+            ("exp saves its result", "a = x.exp()"),
+            ("change a in place", "a.mul_(2)"),
+            ("use a", "y = (a * x).sum()"),
+            ("backward fails", "y.backward()"),
+        ]
+    )
 
     def stepper_step(i):
         # Next (run one statement, snapshot graph and hazards) and the SVG the widget shows; Back to step 1
@@ -115,15 +117,21 @@ def main() -> None:
     matrix = torch.arange(12.0).reshape(3, 4)
     figure = Figure()
     picture = layout_picture(matrix, matrix.t(), matrix[1:, 1:3])
-    rows.append(("  redraw_layout(3x4, .t(), slice) into one figure", timed(lambda i: redraw_layout(figure, picture), repeats)))
+    rows.append(
+        ("  redraw_layout(3x4, .t(), slice) into one figure", timed(lambda i: redraw_layout(figure, picture), repeats))
+    )
 
     huge = torch.empty(10**8)
     parts = (huge, huge[5 * 10**7 : 5 * 10**7 + 10], huge[::1000])
-    rows.append(("draw_layout: 10^8 elements + slice + ::1000 (no render)", timed(lambda i: draw_layout(*parts), repeats)))
+    rows.append(
+        ("draw_layout: 10^8 elements + slice + ::1000 (no render)", timed(lambda i: draw_layout(*parts), repeats))
+    )
 
     width = max(len(name) for name, _ in rows)
-    print(f"torch {torch.__version__}, matplotlib {matplotlib.__version__}, {platform.processor() or platform.machine()}, "
-          f"{repeats} updates each")
+    print(
+        f"torch {torch.__version__}, matplotlib {matplotlib.__version__}, {platform.processor() or platform.machine()}, "
+        f"{repeats} updates each"
+    )
     print(f"{'case'.ljust(width)}  median ms  max ms")
     print(f"{'-' * width}  ---------  ------")
     for name, times in rows:

@@ -126,8 +126,9 @@ def main() -> None:
             rows.append(("torchviz make_dot + dot -Tsvg", nodes, time_torchviz(loss, model, args.repeats)))
         rows.append(("graph_svg collapse='none'", nodes, time_graph_svg(loss, model, args.repeats, **whole)))
         rows.append(("graph_svg (default: collapsed)", nodes, time_graph_svg(loss, model, args.repeats)))
-        rows.append(("draw_graph + savefig, SVG text, whole", nodes,
-                     time_draw_graph(loss, model, args.repeats, True, **whole)))
+        rows.append(
+            ("draw_graph + savefig, SVG text, whole", nodes, time_draw_graph(loss, model, args.repeats, True, **whole))
+        )
         rows.append(("draw_graph + savefig, whole", nodes, time_draw_graph(loss, model, args.repeats, **whole)))
         rows.append(("draw_graph + savefig (default)", nodes, time_draw_graph(loss, model, args.repeats)))
 

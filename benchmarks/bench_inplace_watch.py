@@ -41,9 +41,16 @@ def mlp_step(foreach):
 def cnn_step(foreach):
     torch.manual_seed(0)
     model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(inplace=True), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 8 * 8, 10),
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 8 * 8, 10),
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
     inputs, targets = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
@@ -100,26 +107,37 @@ def main():
             step = make(foreach)
             plain, plain_best, watched, watched_best = interleaved_seconds(step)
             records, held = held_after(step)
-            rows.append((
-                f"{name}, Adam foreach={foreach}",
-                f"{plain * 1e3:.2f} ms ({plain_best * 1e3:.2f})",
-                f"{watched * 1e3:.2f} ms ({watched_best * 1e3:.2f})",
-                f"{watched / plain:.2f}x ({watched_best / plain_best:.2f}x)",
-                f"{records:,}",
-                format_bytes(held),
-                f"{held / records:.0f} B",
-            ))
-    headers = ("training step", "plain: median (fastest)", "watched: median (fastest)", "slowdown",
-               f"records after {HELD_STEPS} steps", "Python memory held", "per record")
+            rows.append(
+                (
+                    f"{name}, Adam foreach={foreach}",
+                    f"{plain * 1e3:.2f} ms ({plain_best * 1e3:.2f})",
+                    f"{watched * 1e3:.2f} ms ({watched_best * 1e3:.2f})",
+                    f"{watched / plain:.2f}x ({watched_best / plain_best:.2f}x)",
+                    f"{records:,}",
+                    format_bytes(held),
+                    f"{held / records:.0f} B",
+                )
+            )
+    headers = (
+        "training step",
+        "plain: median (fastest)",
+        "watched: median (fastest)",
+        "slowdown",
+        f"records after {HELD_STEPS} steps",
+        "Python memory held",
+        "per record",
+    )
     widths = [max(len(r[i]) for r in rows + [headers]) for i in range(len(headers))]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     print("  ".join("-" * w for w in widths))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    print(f"\n(torch {torch.__version__}, 1 CPU thread, CPU time per step over {REPEATS} batches of {BATCH} steps, "
-          "plain and watched alternating; "
-          f"the watcher keeps at most max_records={DEFAULT_MAX_RECORDS:,} write records and as many node "
-          "records: plain tuples, no tensors)")
+    print(
+        f"\n(torch {torch.__version__}, 1 CPU thread, CPU time per step over {REPEATS} batches of {BATCH} steps, "
+        "plain and watched alternating; "
+        f"the watcher keeps at most max_records={DEFAULT_MAX_RECORDS:,} write records and as many node "
+        "records: plain tuples, no tensors)"
+    )
 
 
 if __name__ == "__main__":

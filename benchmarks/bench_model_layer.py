@@ -64,8 +64,11 @@ def main():
 
     baseline = median_seconds(plain)
     rows = [("training step, plain", baseline)]
-    for label, run in (("under trace_ops()", traced), ("under measure_memory()", measured),
-                       ("plus inplace_hazards(loss)", hazards_checked)):
+    for label, run in (
+        ("under trace_ops()", traced),
+        ("under measure_memory()", measured),
+        ("plus inplace_hazards(loss)", hazards_checked),
+    ):
         rows.append((label, median_seconds(run)))
     print(f"MLP 256-512-512-10, batch 64, CPU, torch {torch.__version__}, median of {REPEATS} steps")
     print(f"{'step':<30} {'median ms':>10} {'x plain':>8}")

@@ -30,8 +30,15 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NBVAL_FLAGS = [
-    "-p", "nbval_gpu", "--nbval", "--nbval-current-env",
-    "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), "-p", "no:cacheprovider", "-q",
+    "-p",
+    "nbval_gpu",
+    "--nbval",
+    "--nbval-current-env",
+    "--nbval-sanitize-with",
+    str(ROOT / "tests" / "nbval_sanitize.cfg"),
+    "-p",
+    "no:cacheprovider",
+    "-q",
 ]
 
 
@@ -42,8 +49,17 @@ def code_cells(paths: list[Path]) -> int:
 def run_pytest(paths: list[Path], workers: int, junit: Path) -> float:
     """Wall seconds of one pytest run over ``paths``; stops if any cell fails or any cell was not run."""
     distribution = ["-p", "no:xdist"] if workers == 1 else ["-n", str(workers), "--dist", "loadscope"]
-    command = [sys.executable, "-m", "pytest", "-o", "addopts=", *distribution, *NBVAL_FLAGS,
-               f"--junitxml={junit}", *map(str, paths)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-o",
+        "addopts=",
+        *distribution,
+        *NBVAL_FLAGS,
+        f"--junitxml={junit}",
+        *map(str, paths),
+    ]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -53,8 +69,10 @@ def run_pytest(paths: list[Path], workers: int, junit: Path) -> float:
     names = {(case.get("classname"), case.get("name")) for case in cases}
     expected = code_cells(paths)
     if len(cases) != expected or len(names) != len(cases):
-        sys.exit(f"expected {expected} distinct cell items, pytest reported {len(cases)} "
-                 f"({len(names)} distinct):\n{result.stdout[-3000:]}")
+        sys.exit(
+            f"expected {expected} distinct cell items, pytest reported {len(cases)} "
+            f"({len(names)} distinct):\n{result.stdout[-3000:]}"
+        )
     return seconds
 
 

@@ -97,9 +97,15 @@ class LabServer:
 
     def __enter__(self) -> "LabServer":
         command = [
-            sys.executable, "-m", "jupyterlab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-            "--IdentityProvider.token=", "--ServerApp.password=",
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
             f"--ServerApp.root_dir={self.notebook_dir}",
             "--LabApp.expose_app_in_browser=True",
         ]
@@ -108,9 +114,15 @@ class LabServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("w") as log:
             # A session of its own, so stopping it also stops the kernels it started.
-            self.process = subprocess.Popen(command, cwd=self.notebook_dir, env=self._environment(), stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.notebook_dir,
+                env=self._environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from browser_lab import (
     CHROMIUM,
     CLOSE,
@@ -135,8 +134,11 @@ def check_errors(code, problems: list) -> tuple[int, int]:
                 continue
             errors += 1
             tagged = f" (tags: {', '.join(tags(cell))})" if tags(cell) else ""
-            hint = (" -- a gpu cell must check torch.cuda.is_available(): without CUDA this stops Run All"
-                    if "gpu" in tags(cell) else " -- only cells tagged raises-exception may raise")
+            hint = (
+                " -- a gpu cell must check torch.cuda.is_available(): without CUDA this stops Run All"
+                if "gpu" in tags(cell)
+                else " -- only cells tagged raises-exception may raise"
+            )
             problems.append(f"cell {i}{tagged} raised {output['ename']}: {output['evalue'][:300]}{hint}")
     return errors, expected
 
@@ -220,8 +222,9 @@ def move_explorer(page, output, where: str, shots: str) -> str | None:
     if not tried:
         return f"{where}: a widget with a picture but no slider, Next/Back button or dropdown to move"
     says = [line for line in output.inner_text().splitlines() if "⚠" in line][:1]
-    return (f"{where}: {'; '.join(tried)}, and its picture did not change"
-            + (f" (the explorer says: {says[0][:200]})" if says else ""))
+    return f"{where}: {'; '.join(tried)}, and its picture did not change" + (
+        f" (the explorer says: {says[0][:200]})" if says else ""
+    )
 
 
 def make_page_as_tall_as_the_notebook(page) -> bool:
@@ -230,8 +233,9 @@ def make_page_as_tall_as_the_notebook(page) -> bool:
     Returns True when the notebook is taller than ``MAX_SCREENSHOT_HEIGHT`` (the page is cut off there).
     """
     height = page.evaluate(SCREENSHOT_LAYOUT)
-    page.set_viewport_size({"width": VIEWPORT["width"],
-                            "height": max(VIEWPORT["height"], min(height, MAX_SCREENSHOT_HEIGHT))})
+    page.set_viewport_size(
+        {"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], min(height, MAX_SCREENSHOT_HEIGHT))}
+    )
     page.wait_for_timeout(300)
     return height > MAX_SCREENSHOT_HEIGHT
 
@@ -264,8 +268,9 @@ def test_notebook_runs_in_jupyterlab(lab, name, record_property):
         dom = {(i, j): facts for i, j, facts in seen["outputs"]}
         cells = notebook["cells"]
         committed_cells = lab.committed[name]["cells"]
-        assert len(cells) == len(committed_cells), f"{name}: JupyterLab shows {len(cells)} cells, the file has " \
-                                                   f"{len(committed_cells)}"
+        assert len(cells) == len(committed_cells), (
+            f"{name}: JupyterLab shows {len(cells)} cells, the file has {len(committed_cells)}"
+        )
 
         code = [(i, c) for i, c in enumerate(cells) if c["cell_type"] == "code"]
         cells_run = sum(1 for _, c in code if c.get("execution_count") is not None)
@@ -288,17 +293,20 @@ def test_notebook_runs_in_jupyterlab(lab, name, record_property):
             if not output.evaluate(PICTURE_DIGEST)["pictures"]:
                 continue  # a widget without a picture: rendering is all there is to check
             explorers += 1
-            trouble = move_explorer(page, output, f"cell {i}, explorer",
-                                    str(ARTIFACTS / f"{Path(name).stem}-cell{i}-explorer"))
+            trouble = move_explorer(
+                page, output, f"cell {i}, explorer", str(ARTIFACTS / f"{Path(name).stem}-cell{i}-explorer")
+            )
             if trouble:
                 problems.append(trouble)
             else:
                 explorers_moved += 1
 
         seconds = time.monotonic() - start
-        summary = (f"{name}: {cells_run} cells run, {errors} errors ({expected_errors} expected), "
-                   f"{widgets} widgets, {figures} figures, explorers moved {explorers_moved}/{explorers}, "
-                   f"{seconds:.1f} s")
+        summary = (
+            f"{name}: {cells_run} cells run, {errors} errors ({expected_errors} expected), "
+            f"{widgets} widgets, {figures} figures, explorers moved {explorers_moved}/{explorers}, "
+            f"{seconds:.1f} s"
+        )
     finally:
         try:
             if screenshot(page, shot):
@@ -318,4 +326,5 @@ def test_notebook_runs_in_jupyterlab(lab, name, record_property):
     # the notebook while the test runs, this fails too: run it again).
     assert sha256(NOTEBOOK_DIR / name) == digest, f"{name}: notebooks/{name} changed while the test ran it"
     assert not problems, f"{name} in JupyterLab (screenshot: {os.path.relpath(shot, ROOT)}):\n" + "\n".join(
-        f"- {p}" for p in problems)
+        f"- {p}" for p in problems
+    )

@@ -17,16 +17,21 @@ from collections import Counter
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
-from torch.utils._python_dispatch import TorchDispatchMode
-
 from allocator_truth import allocator_figures
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint
 
 import tutorial_lib as tl
-from tutorial_lib import autograd_graph, inplace_hazards
 from tests.test_graph import (
-    STEP_KINDS, backward_error, check_hazards_against_backward, random_program, run_program, torch_walk, versions_in,
+    STEP_KINDS,
+    backward_error,
+    check_hazards_against_backward,
+    random_program,
+    run_program,
+    torch_walk,
+    versions_in,
 )
+from tutorial_lib import autograd_graph, inplace_hazards
 
 OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
 
@@ -191,8 +196,11 @@ MULTI_OUTPUT_CASES = {
     "cholesky_L": (lambda x: (torch.linalg.cholesky(_spd(x)),), 0, "linalg_cholesky_ex"),
     "eigh_vectors": (lambda x: torch.linalg.eigh(x + x.mT), 1, "linalg_eigh"),
     "inv": (lambda x: (torch.linalg.inv(_spd(x)),), 0, "linalg_inv_ex"),
-    "sdpa": (lambda x: (F.scaled_dot_product_attention(*[x.float().view(1, 1, 4, 4)] * 3),), 0,
-             "_scaled_dot_product_flash_attention_for_cpu"),
+    "sdpa": (
+        lambda x: (F.scaled_dot_product_attention(*[x.float().view(1, 1, 4, 4)] * 3),),
+        0,
+        "_scaled_dot_product_flash_attention_for_cpu",
+    ),
 }
 
 
@@ -228,9 +236,15 @@ def test_a_saved_input_made_by_the_same_op_is_still_an_input():
 
 @pytest.mark.parametrize(
     "node_name, op",
-    [("LinalgCholeskyExBackward0", "linalg_cholesky_ex"), ("MaxPool2DWithIndicesBackward0", "max_pool2d_with_indices"),
-     ("NativeLayerNormBackward0", "native_layer_norm"), ("ExpBackward0", "exp"), ("PowBackward1", "pow"),
-     ("ForeachMulBackward0List", "_foreach_mul"), ("UpsampleBilinear2DBackward0", "upsample_bilinear2d")],
+    [
+        ("LinalgCholeskyExBackward0", "linalg_cholesky_ex"),
+        ("MaxPool2DWithIndicesBackward0", "max_pool2d_with_indices"),
+        ("NativeLayerNormBackward0", "native_layer_norm"),
+        ("ExpBackward0", "exp"),
+        ("PowBackward1", "pow"),
+        ("ForeachMulBackward0List", "_foreach_mul"),
+        ("UpsampleBilinear2DBackward0", "upsample_bilinear2d"),
+    ],
 )
 def test_forward_op_names_are_torch_op_names(node_name, op):
     node = tl.GraphNode(1, node_name, "backward", node_name)
@@ -356,19 +370,28 @@ def _split_after_base_change():
 
 
 def test_graph_stepper_survives_a_split_view_whose_base_changed():
-    stepper = tl.GraphStepper([
-        ("leaf", "x = torch.randn(4, requires_grad=True)"),
-        ("double", "b = x * 2"),
-        ("split", "p, q = b.split(2)"),
-        ("change the base", "b.add_(1)"),
-        ("use b", "y = b.sum()"),
-        ("look at p", "p"),
-    ], target=None)
+    stepper = tl.GraphStepper(
+        [
+            ("leaf", "x = torch.randn(4, requires_grad=True)"),
+            ("double", "b = x * 2"),
+            ("split", "p, q = b.split(2)"),
+            ("change the base", "b.add_(1)"),
+            ("use b", "y = b.sum()"),
+            ("look at p", "p"),
+        ],
+        target=None,
+    )
     while stepper.step_forward():
         pass
     assert "graph of y" in stepper.summary
-    looking_at_p = tl.GraphStepper([("", "x = torch.randn(4, requires_grad=True)"), ("", "p, q = (x * 2).split(2)"),
-                                    ("", "q.add_(1) if False else p._base.add_(1)")], target="p")
+    looking_at_p = tl.GraphStepper(
+        [
+            ("", "x = torch.randn(4, requires_grad=True)"),
+            ("", "p, q = (x * 2).split(2)"),
+            ("", "q.add_(1) if False else p._base.add_(1)"),
+        ],
+        target="p",
+    )
     while looking_at_p.step_forward():
         pass
     assert looking_at_p.graph.unseen and "grad_fn cannot be read" in looking_at_p.graph.unseen[0]
@@ -414,8 +437,10 @@ def test_random_programs_find_hazards_of_every_new_kind():
                 found["checkpoint"] += 1
             for kind in ("ForeachExp", "ForeachMul", "TwoOutputs", "Sort", "Max", "CheckpointFunction"):
                 found[kind] += hazard.node.startswith(kind)
-    assert all(found[kind] >= 3 for kind in
-               ("checkpoint", "ForeachExp", "ForeachMul", "TwoOutputs", "Sort", "Max", "CheckpointFunction")), found
+    assert all(
+        found[kind] >= 3
+        for kind in ("checkpoint", "ForeachExp", "ForeachMul", "TwoOutputs", "Sort", "Max", "CheckpointFunction")
+    ), found
 
 
 # ---------------------------------------------------------------------------------------------------------

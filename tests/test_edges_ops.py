@@ -58,8 +58,11 @@ def complex_pair():
     return torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128)
 
 
-@pytest.mark.parametrize("make", [lambda z: z.conj(), lambda z: torch._neg_view(z), lambda z: z.conj().imag],
-                         ids=["conj", "neg", "conj_imag"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda z: z.conj(), lambda z: torch._neg_view(z), lambda z: z.conj().imag],
+    ids=["conj", "neg", "conj_imag"],
+)
 @pytest.mark.parametrize("expression", ["x.resolve_conj()", "x.resolve_neg()", "x.clone()", "x.conj()"])
 def test_conj_and_neg_bits_survive_the_fresh_copy(make, expression):
     original = make(complex_pair())
@@ -88,13 +91,33 @@ def sliced_array():
     return np.arange(10.0)[::2]
 
 
-@pytest.mark.parametrize("expression", ["np.ascontiguousarray(x)", "x.ravel()", "x.reshape(-1)", "x.copy()",
-                                        "x[1:]", "x.T.reshape(-1)", "x[::-1]", "x.view()", "x[:0]"])
-@pytest.mark.parametrize("make", [sliced_array, lambda: np.arange(12.0).reshape(3, 4),
-                                  lambda: np.arange(12.0).reshape(3, 4)[:, ::2], lambda: np.asfortranarray(
-                                      np.arange(6.0).reshape(2, 3)), lambda: np.empty((0, 3)), lambda: np.array(3.0),
-                                  lambda: np.broadcast_to(np.arange(3.0), (2, 3))],
-                         ids=["sliced", "matrix", "gaps", "fortran", "empty", "zero_dim", "broadcast"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "np.ascontiguousarray(x)",
+        "x.ravel()",
+        "x.reshape(-1)",
+        "x.copy()",
+        "x[1:]",
+        "x.T.reshape(-1)",
+        "x[::-1]",
+        "x.view()",
+        "x[:0]",
+    ],
+)
+@pytest.mark.parametrize(
+    "make",
+    [
+        sliced_array,
+        lambda: np.arange(12.0).reshape(3, 4),
+        lambda: np.arange(12.0).reshape(3, 4)[:, ::2],
+        lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+        lambda: np.empty((0, 3)),
+        lambda: np.array(3.0),
+        lambda: np.broadcast_to(np.arange(3.0), (2, 3)),
+    ],
+    ids=["sliced", "matrix", "gaps", "fortran", "empty", "zero_dim", "broadcast"],
+)
 def test_numpy_inputs_keep_their_layout(expression, make):
     truth_input = make()
     try:
@@ -245,9 +268,16 @@ def test_deepcopy_total_includes_the_storage_it_holds():
 
 
 # ------------------------------------------------------------------------------------- not tensors
-@pytest.mark.parametrize(("expression", "shares"), [("x.untyped_storage()", True), ("x.shape", False),
-                                                   ("x.numel()", False), ("x[0].item()", False),
-                                                   ("x.tolist()", False)])
+@pytest.mark.parametrize(
+    ("expression", "shares"),
+    [
+        ("x.untyped_storage()", True),
+        ("x.shape", False),
+        ("x.numel()", False),
+        ("x[0].item()", False),
+        ("x.tolist()", False),
+    ],
+)
 def test_results_that_are_not_tensors_say_so(expression, shares):
     x = torch.arange(6.0)
     result = eval(expression, {}, {"x": x})
@@ -290,8 +320,22 @@ def test_fresh_inputs_must_be_a_bool(value):
 
 
 # ====================================================================================== property tests
-ODD_KINDS = ("plain", "zero_dim", "empty", "expanded", "conj", "neg", "dtype_view", "numpy_backed",
-             "channels_last", "many_dims", "non_leaf", "leaf_grad", "transposed", "offset")
+ODD_KINDS = (
+    "plain",
+    "zero_dim",
+    "empty",
+    "expanded",
+    "conj",
+    "neg",
+    "dtype_view",
+    "numpy_backed",
+    "channels_last",
+    "many_dims",
+    "non_leaf",
+    "leaf_grad",
+    "transposed",
+    "offset",
+)
 
 
 def odd_tensor(kind: str, size: int) -> torch.Tensor:
@@ -322,14 +366,33 @@ def odd_tensor(kind: str, size: int) -> torch.Tensor:
     if kind == "transposed":
         return base[: 2 * size].reshape(2, size).t()
     if kind == "offset":
-        return base[2: 2 + size]
+        return base[2 : 2 + size]
     return base[:size].clone()
 
 
-EXPRESSIONS = ("x.reshape(-1)", "x.contiguous()", "x.clone()", "x[..., :1]", "x.flatten()", "x.resolve_conj()",
-               "x.resolve_neg()", "x.add_(1)", "x.mul_(1)", "x.detach()", "x.data.mul_(1)", "x.sum()",
-               "x.to(torch.float64)", "x.shape", "x.unsqueeze(0)", "x.expand_as(x)", "x * 1", "x.view(-1)",
-               "x.numpy()", "x.untyped_storage()", "x.zero_()")
+EXPRESSIONS = (
+    "x.reshape(-1)",
+    "x.contiguous()",
+    "x.clone()",
+    "x[..., :1]",
+    "x.flatten()",
+    "x.resolve_conj()",
+    "x.resolve_neg()",
+    "x.add_(1)",
+    "x.mul_(1)",
+    "x.detach()",
+    "x.data.mul_(1)",
+    "x.sum()",
+    "x.to(torch.float64)",
+    "x.shape",
+    "x.unsqueeze(0)",
+    "x.expand_as(x)",
+    "x * 1",
+    "x.view(-1)",
+    "x.numpy()",
+    "x.untyped_storage()",
+    "x.zero_()",
+)
 
 
 def truth_of(expression: str, x: torch.Tensor):
@@ -344,8 +407,11 @@ def truth_of(expression: str, x: torch.Tensor):
     if verdict == "view" and expression.split("(")[0].endswith("_"):
         verdict = "in-place"  # an in-place method (x.data.mul_(1)) that returned x's memory wrote into it
     if isinstance(result, torch.UntypedStorage):
-        shares = result.nbytes() > 0 and x.numel() > 0 and result.data_ptr() <= x.data_ptr() < (
-            result.data_ptr() + result.nbytes())
+        shares = (
+            result.nbytes() > 0
+            and x.numel() > 0
+            and result.data_ptr() <= x.data_ptr() < (result.data_ptr() + result.nbytes())
+        )
     elif isinstance(result, np.ndarray):
         shares = x.numel() > 0 and result.size > 0 and np.shares_memory(result, x.detach().numpy())
     elif isinstance(result, torch.Tensor) and result.numel() and x.numel():
@@ -391,7 +457,7 @@ def test_overlapping_inputs_behave_as_torch_says(x_start, x_len, y_start, y_len,
 
     def pair():
         base = torch.arange(12.0)
-        return base[x_start:x_start + length], base[y_start:y_start + length]
+        return base[x_start : x_start + length], base[y_start : y_start + length]
 
     x, y = pair()
     try:
@@ -409,8 +475,18 @@ def test_overlapping_inputs_behave_as_torch_says(x_start, x_len, y_start, y_len,
     assert torch.equal(x2, pair()[0])
 
 
-NUMPY_EXPRESSIONS = ("np.ascontiguousarray(x)", "x.ravel()", "x.reshape(-1)", "x.copy()", "x.T.copy()",
-                     "x[::2]", "np.add(x, 1, out=x)", "x.view()", "np.asfortranarray(x)", "x.flatten()")
+NUMPY_EXPRESSIONS = (
+    "np.ascontiguousarray(x)",
+    "x.ravel()",
+    "x.reshape(-1)",
+    "x.copy()",
+    "x.T.copy()",
+    "x[::2]",
+    "np.add(x, 1, out=x)",
+    "x.view()",
+    "np.asfortranarray(x)",
+    "x.flatten()",
+)
 
 
 @st.composite

@@ -7,7 +7,6 @@ storage index), ``numpy.shares_memory``, and Python-int address arithmetic for m
 import itertools
 
 import numpy as np
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -114,10 +113,14 @@ def test_shares_memory_and_same_storage_match_torch(t, cut_a, cut_b):
         assert shares_memory(first, second) is truth
         storage_truth = first.untyped_storage()._cdata == second.untyped_storage()._cdata or (
             first.untyped_storage().data_ptr() != 0
-            and first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr())
+            and first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
+        )
         assert same_storage(first, second) is storage_truth
-        if first.dim() <= 64 and second.dim() <= 64 and not (first.is_conj() or first.is_neg()
-                                                             or second.is_conj() or second.is_neg()):
+        if (
+            first.dim() <= 64
+            and second.dim() <= 64
+            and not (first.is_conj() or first.is_neg() or second.is_conj() or second.is_neg())
+        ):
             if first.dtype == second.dtype == torch.float32 and first.numel() and second.numel():
                 assert truth == np.shares_memory(first.numpy(), second.numpy(), max_work=None)
 

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from tutorial_lib import draw_memory_timeline, format_bytes, measure_memory, stride_explorer, view_copy_explorer
 
 
-@pytest.mark.parametrize(("shape", "stride", "offset"), [("3, 4", "4, 1", 2**70), (str(10**20), "1", 0),
-                                                         ("3", str(-(2**80)), 0), ("2, 2", "1, 1", -(2**64))])
+@pytest.mark.parametrize(
+    ("shape", "stride", "offset"),
+    [("3, 4", "4, 1", 2**70), (str(10**20), "1", 0), ("3", str(-(2**80)), 0), ("2, 2", "1, 1", -(2**64))],
+)
 def test_stride_explorer_explains_numbers_too_large(shape, stride, offset):
     explorer = stride_explorer()
     explorer.offset.value = offset
@@ -83,8 +85,9 @@ def test_stride_explorer_never_raises_and_agrees_with_torch(shape, stride, offse
     assert explorer.tensor.shape == truth.shape and explorer.tensor.stride() == truth.stride()
     base = truth.untyped_storage().data_ptr()
     assert len(explorer.addresses) == min(truth.numel(), 24)
-    positions = [tuple(int(i) for i in np.unravel_index(p, shape)) if shape else ()
-                 for p in range(len(explorer.addresses))]
+    positions = [
+        tuple(int(i) for i in np.unravel_index(p, shape)) if shape else () for p in range(len(explorer.addresses))
+    ]
     for (_, index, _, byte_offset), expected in zip(explorer.addresses, positions):
         assert index == expected
         assert byte_offset == truth[expected].data_ptr() - base

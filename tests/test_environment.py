@@ -94,9 +94,9 @@ def test_github_workflow_runs_make_test_and_keeps_the_screenshots():
     assert re.search(r"^\s+container: python:3\.11-bookworm\s*$", text, re.MULTILINE)
     assert "PIP_EXTRA_INDEX_URL: https://download.pytorch.org/whl/cpu" in text
     assert re.search(r"BROWSER_TEST_REQUIRED: \"1\"", text)
-    upload = text[text.index("actions/upload-artifact"):]
+    upload = text[text.index("actions/upload-artifact") :]
     assert re.search(r"^\s+path: test-artifacts/browser/?\s*$", upload, re.MULTILINE)
-    assert "if: always()" in text[:text.index("actions/upload-artifact")].rsplit("- name:", 1)[-1]
+    assert "if: always()" in text[: text.index("actions/upload-artifact")].rsplit("- name:", 1)[-1]
     assert "test-artifacts/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
@@ -123,8 +123,16 @@ def test_import_is_fast_and_has_no_side_effects():
 def test_public_api_is_exported():
     import tutorial_lib
 
-    for name in ("shares_memory", "same_storage", "layout", "trace_ops", "measure_memory", "autograd_graph",
-                 "inplace_hazards", "view_or_copy"):
+    for name in (
+        "shares_memory",
+        "same_storage",
+        "layout",
+        "trace_ops",
+        "measure_memory",
+        "autograd_graph",
+        "inplace_hazards",
+        "view_or_copy",
+    ):
         assert callable(getattr(tutorial_lib, name)), name
     assert set(tutorial_lib.__all__) <= set(dir(tutorial_lib))
 

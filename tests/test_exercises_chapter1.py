@@ -6,10 +6,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_wrong
 
 import tutorial_lib as tl
 from tutorial_lib.exercises.chapter1 import PREDICT_STRIDES_EXPRESSION, predict_strides_result
-from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ("ch1.predict_strides", "ch1.element_address", "ch1.sliding_window")
 
@@ -36,7 +36,9 @@ def test_ellipsis_is_not_attempted(exercise_id):
     assert tl.check(exercise_id, ...).status == "not attempted"
 
 
-@pytest.mark.parametrize("exercise_id, stub", [("ch1.element_address", stub_address), ("ch1.sliding_window", stub_windows)])
+@pytest.mark.parametrize(
+    "exercise_id, stub", [("ch1.element_address", stub_address), ("ch1.sliding_window", stub_windows)]
+)
 def test_stub_function_is_not_attempted(exercise_id, stub):
     assert tl.check(exercise_id, stub).status == "not attempted"
 
@@ -92,11 +94,16 @@ def test_element_address_solutions(solution):
 
 
 def test_element_address_accepts_a_one_element_tensor():
-    assert_correct("ch1.element_address", lambda shape, stride, offset, index: torch.tensor(storage_index(shape, stride, offset, index)))
+    assert_correct(
+        "ch1.element_address",
+        lambda shape, stride, offset, index: torch.tensor(storage_index(shape, stride, offset, index)),
+    )
 
 
 def test_element_address_rejects_missing_offset():
-    feedback = assert_wrong("ch1.element_address", lambda shape, stride, offset, index: sum(i * s for i, s in zip(index, stride)))
+    feedback = assert_wrong(
+        "ch1.element_address", lambda shape, stride, offset, index: sum(i * s for i, s in zip(index, stride))
+    )
     assert "offset" in feedback.hint
 
 
@@ -111,12 +118,16 @@ def test_element_address_rejects_row_major_numbering():
 
 
 def test_element_address_rejects_bytes():
-    feedback = assert_wrong("ch1.element_address", lambda shape, stride, offset, index: 4 * storage_index(shape, stride, offset, index))
+    feedback = assert_wrong(
+        "ch1.element_address", lambda shape, stride, offset, index: 4 * storage_index(shape, stride, offset, index)
+    )
     assert "bytes" in feedback.hint
 
 
 def test_element_address_rejects_non_int():
-    assert_wrong("ch1.element_address", lambda shape, stride, offset, index: str(storage_index(shape, stride, offset, index)))
+    assert_wrong(
+        "ch1.element_address", lambda shape, stride, offset, index: str(storage_index(shape, stride, offset, index))
+    )
 
 
 def test_element_address_rejects_a_value_that_is_not_a_function():
@@ -159,7 +170,9 @@ def test_sliding_window_rejects_offset_zero_with_offset_hint():
 
 
 def test_sliding_window_rejects_a_copy():
-    feedback = assert_wrong("ch1.sliding_window", lambda x, k: torch.stack([x[i : i + k] for i in range(len(x) - k + 1)]))
+    feedback = assert_wrong(
+        "ch1.sliding_window", lambda x, k: torch.stack([x[i : i + k] for i in range(len(x) - k + 1)])
+    )
     assert "copy" in feedback.message
 
 
@@ -168,7 +181,9 @@ def test_sliding_window_rejects_cloned_view():
 
 
 def test_sliding_window_rejects_wrong_shape():
-    feedback = assert_wrong("ch1.sliding_window", lambda x, k: x.as_strided((len(x) - k, k), (x.stride(0), x.stride(0))))
+    feedback = assert_wrong(
+        "ch1.sliding_window", lambda x, k: x.as_strided((len(x) - k, k), (x.stride(0), x.stride(0)))
+    )
     assert "shape" in feedback.message
 
 
@@ -239,7 +254,9 @@ def storage_index_with_long_tensors(shape, stride, offset, index):
     return offset + (torch.tensor(index, dtype=torch.long) * torch.tensor(stride, dtype=torch.long)).sum()
 
 
-@pytest.mark.parametrize("solution", [storage_index_by_reduce, storage_index_with_numpy, storage_index_with_long_tensors])
+@pytest.mark.parametrize(
+    "solution", [storage_index_by_reduce, storage_index_with_numpy, storage_index_with_long_tensors]
+)
 def test_element_address_accepts_unusual_right_answers(solution):
     assert_correct("ch1.element_address", solution)
 
@@ -247,7 +264,9 @@ def test_element_address_accepts_unusual_right_answers(solution):
 @pytest.mark.parametrize(
     "wrong_formula",
     [
-        lambda shape, stride, offset, index: offset + sum(i * size for i, size in zip(index, shape)),  # shape, not stride
+        lambda shape, stride, offset, index: (
+            offset + sum(i * size for i, size in zip(index, shape))
+        ),  # shape, not stride
         lambda shape, stride, offset, index: offset + sum(i * step for i, step in zip(index, reversed(stride))),
         lambda shape, stride, offset, index: offset + sum((i + 1) * step for i, step in zip(index, stride)),  # 1-based
         lambda shape, stride, offset, index: offset + (index[-1] * stride[-1] if index else 0),  # last dimension only
@@ -260,7 +279,8 @@ def test_element_address_rejects_more_wrong_formulas(wrong_formula):
 def test_element_address_explains_a_float_from_an_empty_sum():
     # Right place, wrong type: torch.tensor(()) is float32, so the 0-dim case returns 6.0.
     feedback = assert_wrong(
-        "ch1.element_address", lambda shape, stride, offset, index: offset + (torch.tensor(index) * torch.tensor(stride)).sum()
+        "ch1.element_address",
+        lambda shape, stride, offset, index: offset + (torch.tensor(index) * torch.tensor(stride)).sum(),
     )
     assert "float" in feedback.message
     assert "int" in feedback.hint
@@ -269,7 +289,9 @@ def test_element_address_explains_a_float_from_an_empty_sum():
 def sliding_windows_with_set(x, k):
     # No as_strided at all: a fresh tensor pointed at x's storage with the same metadata.
     step = x.stride(0)
-    return torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), x.storage_offset(), (len(x) - k + 1, k), (step, step))
+    return torch.empty(0, dtype=x.dtype).set_(
+        x.untyped_storage(), x.storage_offset(), (len(x) - k + 1, k), (step, step)
+    )
 
 
 def sliding_windows_from_first_element(x, k):
@@ -341,7 +363,9 @@ def test_sliding_window_accepts_review_right_answers(solution):
 @pytest.mark.parametrize(
     "wrong_formula",
     [
-        lambda shape, stride, offset, index: offset * (stride[0] if stride else 1) + storage_index(shape, stride, 0, index),
+        lambda shape, stride, offset, index: (
+            offset * (stride[0] if stride else 1) + storage_index(shape, stride, 0, index)
+        ),
         lambda shape, stride, offset, index: offset + sum(i * step for i, step in zip(index, stride[1:] + (1,))),
         lambda shape, stride, offset, index: storage_index(shape, stride, offset, index) - 1 if index else offset,
     ],

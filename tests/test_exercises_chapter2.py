@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_wrong
 
 import tutorial_lib as tl
 from tutorial_lib.exercises.chapter2 import PREDICT_EXPRESSIONS, predict_truth
-from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ("ch2.make_view", "ch2.predict_view_or_copy", "ch2.inplace_update")
 
@@ -284,7 +284,6 @@ def test_inplace_update_rejects_other_mistakes():
     assert "other memory" in assert_wrong("ch2.inplace_update", new_storage).message
     assert "other values" in assert_wrong("ch2.inplace_update", twice).message
     assert_wrong("ch2.inplace_update", "y += x")
-
 
 
 def subtract_negative(y, x):

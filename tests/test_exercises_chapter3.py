@@ -6,11 +6,10 @@ import statistics
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
 import tutorial_lib as tl
-from exercise_asserts import assert_correct, assert_wrong
-
 
 IDS = ["ch3.count_nodes", "ch3.chain_rule", "ch3.freeze", "ch3.inference", "ch3.average_loss"]
 
@@ -41,7 +40,12 @@ def test_ellipsis_is_not_attempted(exercise_id):
 
 @pytest.mark.parametrize(
     "exercise_id, stub",
-    [("ch3.chain_rule", stub_two_args), ("ch3.freeze", stub_one_arg), ("ch3.inference", stub_predict), ("ch3.average_loss", stub_predict)],
+    [
+        ("ch3.chain_rule", stub_two_args),
+        ("ch3.freeze", stub_one_arg),
+        ("ch3.inference", stub_predict),
+        ("ch3.average_loss", stub_predict),
+    ],
 )
 def test_stub_function_is_not_attempted(exercise_id, stub):
     assert tl.check(exercise_id, stub).status == "not attempted"
@@ -56,7 +60,13 @@ def test_count_nodes_program_agrees_with_autograd_graph():
     y = count_nodes_program()
     graph = tl.autograd_graph(y)
     assert sorted(backward_node_names(y)) == sorted(n.name for n in graph.nodes if n.kind == "backward")
-    assert sorted(backward_node_names(y)) == ["AddBackward0", "MulBackward0", "MvBackward0", "ReluBackward0", "SumBackward0"]
+    assert sorted(backward_node_names(y)) == [
+        "AddBackward0",
+        "MulBackward0",
+        "MvBackward0",
+        "ReluBackward0",
+        "SumBackward0",
+    ]
 
 
 def test_count_nodes_correct():
@@ -65,6 +75,7 @@ def test_count_nodes_correct():
 
 def test_count_nodes_unusual_right_answers():
     import numpy as np
+
     from tutorial_lib.exercises.chapter3 import count_nodes_program
 
     assert_correct("ch3.count_nodes", np.int64(5))  # e.g. from np.sum over a mask
@@ -72,7 +83,9 @@ def test_count_nodes_unusual_right_answers():
     assert_correct("ch3.count_nodes", counted)  # counted with the tool instead of by hand
 
 
-@pytest.mark.parametrize("answer, word", [(7, "AccumulateGrad"), (6, "x * 2"), (8, "x * 2"), (4, "every operation"), (0, "every operation")])
+@pytest.mark.parametrize(
+    "answer, word", [(7, "AccumulateGrad"), (6, "x * 2"), (8, "x * 2"), (4, "every operation"), (0, "every operation")]
+)
 def test_count_nodes_wrong(answer, word):
     assert word in assert_wrong("ch3.count_nodes", answer).hint
 
@@ -124,7 +137,8 @@ def dz_dx2_numpy_array(x1, x2):
 
 
 @pytest.mark.parametrize(
-    "solution", [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain, dz_dx2_by_autograd, dz_dx2_numpy_float32, dz_dx2_numpy_array]
+    "solution",
+    [dz_dx2_math, dz_dx2_torch, dz_dx2_via_chain, dz_dx2_by_autograd, dz_dx2_numpy_float32, dz_dx2_numpy_array],
 )
 def test_chain_rule_solutions(solution):
     assert_correct("ch3.chain_rule", solution)
@@ -206,7 +220,13 @@ def freeze_returning_a_tuple(model):
 
 @pytest.mark.parametrize(
     "solution",
-    [freeze_all_but_last, freeze_by_names, freeze_walking_backwards, freeze_by_recursive_parameters, freeze_returning_a_tuple],
+    [
+        freeze_all_but_last,
+        freeze_by_names,
+        freeze_walking_backwards,
+        freeze_by_recursive_parameters,
+        freeze_returning_a_tuple,
+    ],
 )
 def test_freeze_solutions(solution):
     assert_correct("ch3.freeze", solution)
@@ -417,8 +437,15 @@ def predict_with_flags_off(model, x):
 
 @pytest.mark.parametrize(
     "solution",
-    [predict_no_grad, predict_inference_mode, predict_decorated, predict_set_grad_enabled_block,
-     predict_switch_off_and_on, predict_on_a_copy, predict_with_flags_off],
+    [
+        predict_no_grad,
+        predict_inference_mode,
+        predict_decorated,
+        predict_set_grad_enabled_block,
+        predict_switch_off_and_on,
+        predict_on_a_copy,
+        predict_with_flags_off,
+    ],
 )
 def test_inference_solutions(solution):
     assert_correct("ch3.inference", solution)
@@ -595,7 +622,15 @@ def average_loss_del_each_loss(model, batches):
 
 
 @pytest.mark.parametrize(
-    "solution", [average_loss_del_each_loss, average_loss_item, average_loss_no_grad_tensor_sum, average_loss_fmean, average_loss_detach, average_loss_inference_stack]
+    "solution",
+    [
+        average_loss_del_each_loss,
+        average_loss_item,
+        average_loss_no_grad_tensor_sum,
+        average_loss_fmean,
+        average_loss_detach,
+        average_loss_inference_stack,
+    ],
 )
 def test_average_loss_solutions(solution):
     assert_correct("ch3.average_loss", solution)

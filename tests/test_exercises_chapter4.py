@@ -5,9 +5,9 @@ import copy
 import numpy as np
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_wrong
 
 import tutorial_lib as tl
-from exercise_asserts import assert_correct, assert_wrong
 
 
 def status_of(exercise_id, answer):
@@ -32,13 +32,23 @@ def stub_two(w, lr):
 
 
 @pytest.mark.parametrize(
-    "exercise_id", ["ch4.independent_copy", "ch4.predict_grad", "ch4.safe_update", "ch4.predict_versions", "ch4.new_leaf", "ch4.predict_modes"]
+    "exercise_id",
+    [
+        "ch4.independent_copy",
+        "ch4.predict_grad",
+        "ch4.safe_update",
+        "ch4.predict_versions",
+        "ch4.new_leaf",
+        "ch4.predict_modes",
+    ],
 )
 def test_ellipsis_is_not_attempted(exercise_id):
     assert status_of(exercise_id, ...).status == "not attempted"
 
 
-@pytest.mark.parametrize("exercise_id, stub", [("ch4.independent_copy", stub_one), ("ch4.safe_update", stub_two), ("ch4.new_leaf", stub_one)])
+@pytest.mark.parametrize(
+    "exercise_id, stub", [("ch4.independent_copy", stub_one), ("ch4.safe_update", stub_two), ("ch4.new_leaf", stub_one)]
+)
 def test_stub_function_is_not_attempted(exercise_id, stub):
     assert status_of(exercise_id, stub).status == "not attempted"
 
@@ -118,15 +128,25 @@ def test_independent_copy_rejects_changing_x(changes_x):
 
 
 def test_independent_copy_rejects_a_new_leaf_and_a_recorded_copy():
-    assert "new leaf" in assert_wrong("ch4.independent_copy", lambda x: x.detach().clone().requires_grad_() if x.is_floating_point() else x.clone()).message
-    assert "graph" in assert_wrong("ch4.independent_copy", lambda x: torch.empty_like(x).copy_(x)).message  # CopyBackwards
+    assert (
+        "new leaf"
+        in assert_wrong(
+            "ch4.independent_copy",
+            lambda x: x.detach().clone().requires_grad_() if x.is_floating_point() else x.clone(),
+        ).message
+    )
+    assert (
+        "graph" in assert_wrong("ch4.independent_copy", lambda x: torch.empty_like(x).copy_(x)).message
+    )  # CopyBackwards
     assert_wrong("ch4.independent_copy", copy.deepcopy)  # a leaf's deepcopy requires grad; a non-leaf's raises
 
 
 def test_independent_copy_rejects_a_contiguous_alias():
     # contiguous() and flatten().reshape() return x's own memory whenever x is already contiguous
     assert "shares memory" in assert_wrong("ch4.independent_copy", lambda x: x.detach().contiguous()).message
-    assert "shares memory" in assert_wrong("ch4.independent_copy", lambda x: x.detach().flatten().reshape(x.shape)).message
+    assert (
+        "shares memory" in assert_wrong("ch4.independent_copy", lambda x: x.detach().flatten().reshape(x.shape)).message
+    )
 
 
 def test_independent_copy_rejects_an_answer_that_fails_on_0_dim():
@@ -163,7 +183,13 @@ def test_predict_grad_correct(answer):
 
 @pytest.mark.parametrize(
     "answer, word",
-    [([6.0, 12.0, 18.0], "constant"), ([4.0, 8.0, 12.0], "constant"), ([1.0, 2.0, 3.0], "clone"), ([2.0, 4.0, 6.0], "every"), ([0, 0, 0], "clone")],
+    [
+        ([6.0, 12.0, 18.0], "constant"),
+        ([4.0, 8.0, 12.0], "constant"),
+        ([1.0, 2.0, 3.0], "clone"),
+        ([2.0, 4.0, 6.0], "every"),
+        ([0, 0, 0], "clone"),
+    ],
 )
 def test_predict_grad_wrong(answer, word):
     assert word in assert_wrong("ch4.predict_grad", answer).hint
@@ -224,7 +250,15 @@ def sgd_step_then_clear_grad(w, lr):
 
 @pytest.mark.parametrize(
     "solution",
-    [sgd_step_no_grad, sgd_step_detach, sgd_step_copy, sgd_step_inference_mode, sgd_step_optimizer, sgd_step_out_argument, sgd_step_then_clear_grad],
+    [
+        sgd_step_no_grad,
+        sgd_step_detach,
+        sgd_step_copy,
+        sgd_step_inference_mode,
+        sgd_step_optimizer,
+        sgd_step_out_argument,
+        sgd_step_then_clear_grad,
+    ],
 )
 def test_safe_update_solutions(solution):
     assert_correct("ch4.safe_update", solution)
@@ -336,7 +370,14 @@ def sgd_step_returns_copy(w, lr):
 
 @pytest.mark.parametrize(
     "answer",
-    [sgd_step_new_tensor, sgd_step_rebind_no_return, sgd_step_replace_data, sgd_step_twice, sgd_step_not_a_leaf, sgd_step_returns_copy],
+    [
+        sgd_step_new_tensor,
+        sgd_step_rebind_no_return,
+        sgd_step_replace_data,
+        sgd_step_twice,
+        sgd_step_not_a_leaf,
+        sgd_step_returns_copy,
+    ],
 )
 def test_safe_update_rejects_other_mistakes(answer):
     assert_wrong("ch4.safe_update", answer)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_wrong
 
 import tutorial_lib as tl
 from tutorial_lib.exercises import chapter5
-from exercise_asserts import assert_correct, assert_wrong
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
 IDS = ("ch5.predict_error", "ch5.fix_residual", "ch5.find_culprit", "ch5.custom_linear", "ch5.find_changing_line")
@@ -165,7 +165,9 @@ def test_fix_residual_solutions(solution):
     assert_correct("ch5.fix_residual", solution)
 
 
-@pytest.mark.parametrize("answer", [broken_block, detached_block, data_block, clone_first_block, no_relu_block, no_grad_block])
+@pytest.mark.parametrize(
+    "answer", [broken_block, detached_block, data_block, clone_first_block, no_relu_block, no_grad_block]
+)
 def test_fix_residual_wrong_answers(answer):
     assert_wrong("ch5.fix_residual", answer)
 
@@ -322,11 +324,15 @@ WRONG_LINEARS = {
     "needs_input_grad[2] without checking bias": _variant(
         lambda ctx, g, x, w, b: (g @ w, g.t() @ x, g.sum(0) if ctx.needs_input_grad[2] else None)
     ),
-    "bias gradient not summed over the batch": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.mean(0))),
+    "bias gradient not summed over the batch": _variant(
+        lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.mean(0))
+    ),
     "returns a list (autograd reads it as one value)": _variant(
         lambda ctx, g, x, w, b: [g @ w, g.t() @ x, None if b is None else g.sum(0)]
     ),
-    "None for the weight although it needs one": _variant(lambda ctx, g, x, w, b: (g @ w, None, None if b is None else g.sum(0))),
+    "None for the weight although it needs one": _variant(
+        lambda ctx, g, x, w, b: (g @ w, None, None if b is None else g.sum(0))
+    ),
 }
 
 
@@ -352,7 +358,10 @@ def test_custom_linear_rejects_the_old_form_with_a_hint():
 def test_custom_linear_hints_name_the_rule():
     assert "one value per input" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["forgets the bias gradient"]).hint
     assert "None" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["bias gradient even without a bias"]).hint
-    assert "needs_input_grad" in assert_wrong("ch5.custom_linear", WRONG_LINEARS["needs_input_grad[2] without checking bias"]).hint
+    assert (
+        "needs_input_grad"
+        in assert_wrong("ch5.custom_linear", WRONG_LINEARS["needs_input_grad[2] without checking bias"]).hint
+    )
 
 
 class StubLinear(torch.autograd.Function):
@@ -473,11 +482,15 @@ MORE_WRONG_LINEARS = {
             None if b is None else torch.ones_like(g).sum(0),
         )
     ),
-    "bias gradient summed to a scalar": _variant(lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.sum())),
+    "bias gradient summed to a scalar": _variant(
+        lambda ctx, g, x, w, b: (g @ w, g.t() @ x, None if b is None else g.sum())
+    ),
     "weight gradient averaged over the batch": _variant(
         lambda ctx, g, x, w, b: (g @ w, g.t() @ x / x.shape[0], None if b is None else g.sum(0))
     ),
-    "grad_inputs with weight.t()": _variant(lambda ctx, g, x, w, b: (g @ w.t(), g.t() @ x, None if b is None else g.sum(0))),
+    "grad_inputs with weight.t()": _variant(
+        lambda ctx, g, x, w, b: (g @ w.t(), g.t() @ x, None if b is None else g.sum(0))
+    ),
     "drops the bias slot when bias=None is passed": _variant(
         lambda ctx, g, x, w, b: (g @ w, g.t() @ x) + (() if b is None else (g.sum(0),))
     ),
@@ -498,7 +511,10 @@ def test_custom_linear_accepts_an_unreduced_bias_gradient():
 
 
 def test_saved_tensor_hooks_skip_the_version_check():
-    for hooks in (lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t), torch.autograd.graph.save_on_cpu):
+    for hooks in (
+        lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+        torch.autograd.graph.save_on_cpu,
+    ):
         a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
         with hooks():
             b = a.exp()
@@ -610,14 +626,49 @@ def test_changing_line_decoy_is_harmless_alone():
     assert namespace["step"] == 2
 
 
-@pytest.mark.parametrize("answer", [9, "hidden.clamp_(-0.9, 0.9)", "  hidden.clamp_(-0.9,   0.9)  ", "hidden.clamp_(-0.9,0.9)", "line 9", "Line 9", "9", [9], (9,), {9},
-                                    torch.tensor(9), __import__("numpy").int64(9), [9, "hidden.clamp_(-0.9, 0.9)"]])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        9,
+        "hidden.clamp_(-0.9, 0.9)",
+        "  hidden.clamp_(-0.9,   0.9)  ",
+        "hidden.clamp_(-0.9,0.9)",
+        "line 9",
+        "Line 9",
+        "9",
+        [9],
+        (9,),
+        {9},
+        torch.tensor(9),
+        __import__("numpy").int64(9),
+        [9, "hidden.clamp_(-0.9, 0.9)"],
+    ],
+)
 def test_find_changing_line_right_answers(answer):
     assert_correct("ch5.find_changing_line", answer)
 
 
-@pytest.mark.parametrize("answer", [12, 6, 7, 8, 13, 10, [6, 9], [9, 12], "loss.backward()", "line 6", 0, 14, -1,
-                                    11, "9, 12", "hidden.clamp(-0.9, 0.9)"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        12,
+        6,
+        7,
+        8,
+        13,
+        10,
+        [6, 9],
+        [9, 12],
+        "loss.backward()",
+        "line 6",
+        0,
+        14,
+        -1,
+        11,
+        "9, 12",
+        "hidden.clamp(-0.9, 0.9)",
+    ],
+)
 def test_find_changing_line_wrong_answers(answer):
     assert_wrong("ch5.find_changing_line", answer)
 
@@ -627,13 +678,16 @@ def test_find_changing_line_malformed_answers(answer):
     assert_wrong("ch5.find_changing_line", answer)
 
 
-@pytest.mark.parametrize("answer, hint_part", [
-    (12, "where torch raised"),
-    (6, "saved the tensor"),
-    (7, "saved the tensor"),
-    (8, "no backward node saved"),
-    (13, "never ran"),
-    (10, "count from 1 at torch.manual_seed(0)"),  # the line number read inside a `with tl.watch_inplace():` block
-])
+@pytest.mark.parametrize(
+    "answer, hint_part",
+    [
+        (12, "where torch raised"),
+        (6, "saved the tensor"),
+        (7, "saved the tensor"),
+        (8, "no backward node saved"),
+        (13, "never ran"),
+        (10, "count from 1 at torch.manual_seed(0)"),  # the line number read inside a `with tl.watch_inplace():` block
+    ],
+)
 def test_find_changing_line_hints_say_why_the_line_is_wrong(answer, hint_part):
     assert hint_part in assert_wrong("ch5.find_changing_line", answer).hint

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from allocator_truth import allocator_figures
+from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
 import tutorial_lib as tl
-from allocator_truth import allocator_figures
-from exercise_asserts import assert_correct, assert_wrong
 
 IDS = ["ch6.predict_bytes", "ch6.adam_state_bytes", "ch6.reduce_peak"]
 
@@ -165,7 +165,9 @@ def test_adam_state_bytes_theory_matches_a_real_optimizer_state():
     model(torch.randn(3, 8)).sum().backward()
     optimizer = torch.optim.Adam(model.parameters())
     optimizer.step()
-    state_bytes = sum(v.untyped_storage().nbytes() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v))
+    state_bytes = sum(
+        v.untyped_storage().nbytes() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)
+    )
     assert state_bytes == adam_state_bytes(model) == 2 * 16 * 2 * 4 + 4
 
 
@@ -179,7 +181,10 @@ def test_adam_state_bytes_theory_matches_a_real_optimizer_state():
         (lambda m: sum(2 * p.numel() * 4 + 4 for p in m.parameters() if p.grad is not None), "dtype"),
         (lambda m: 10**9, "two state tensors"),
         (lambda m: 7, "two state tensors"),
-        (lambda m: sum(3 * p.numel() * p.element_size() + 4 for p in m.parameters() if p.grad is not None), "grad is not None"),
+        (
+            lambda m: sum(3 * p.numel() * p.element_size() + 4 for p in m.parameters() if p.grad is not None),
+            "grad is not None",
+        ),
     ],
 )
 def test_adam_state_bytes_wrong(wrong_answer, word):

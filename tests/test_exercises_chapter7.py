@@ -6,12 +6,12 @@ import os
 import pytest
 import torch
 import torch.multiprocessing as mp
+from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
 import tutorial_lib as tl
 from tutorial_lib import workers
 from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
-from exercise_asserts import assert_correct, assert_wrong
 
 
 def test_chapter7_exercises_are_registered():
@@ -364,7 +364,7 @@ def test_load_without_copy_solutions(solution):
 @pytest.mark.parametrize(
     "answer, words",
     [
-        (load_linear_plainly, "torch.device(\"meta\")"),
+        (load_linear_plainly, 'torch.device("meta")'),
         (load_linear_meta_without_assign, "assign=True"),
         pytest.param(load_linear_without_mmap, "mmap=True", marks=NEEDS_PROC_MAPS),
         (load_linear_mmap_into_cpu_model, "meta device"),

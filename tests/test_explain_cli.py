@@ -33,7 +33,10 @@ if "other" in sys.argv[1:]:
 def explain(*args, cwd=ROOT):
     return subprocess.run(
         [sys.executable, "-m", "tutorial_lib.explain", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -174,9 +174,7 @@ def programs(max_steps: int = 10):
 def random_program(rng: random.Random, max_steps: int = 10, kinds=CLASSIC_STEP_KINDS) -> Program:
     """The same distribution shape as ``programs()``, from a seeded ``random.Random`` (``kinds=STEP_KINDS``
     for the same steps)."""
-    steps = tuple(
-        (rng.choice(kinds), rng.randrange(41), rng.randrange(41)) for _ in range(rng.randint(2, max_steps))
-    )
+    steps = tuple((rng.choice(kinds), rng.randrange(41), rng.randrange(41)) for _ in range(rng.randint(2, max_steps)))
     return Program(steps, rng.choice(OUT_MODES), rng.randrange(2**16))
 
 
@@ -222,7 +220,9 @@ def run_program(program: Program) -> Run:
             elif kind in INPLACE:
                 # i % 4 < 3: edit what the latest op just used or made (the classic hazard) when that is legal
                 chosen = recent[i % 4] if i % 4 < len(recent) else None
-                target = chosen if chosen is not None and _editable(chosen) else _pick([t for t in pool if _editable(t)], i)
+                target = (
+                    chosen if chosen is not None and _editable(chosen) else _pick([t for t in pool if _editable(t)], i)
+                )
                 if target.is_floating_point():
                     INPLACE[kind](target, z)
                 else:  # integer indices (sort, max): keep them valid, or backward fails for another reason
@@ -544,7 +544,9 @@ def test_saved_versions_equal_tensor_versions():
     assert (exp_result.saved_version, exp_result.current_version) == (versions_at_save["e"], e._version)
     hazards = inplace_hazards(out)
     assert {(h.saved_version, h.current_version) for h in hazards} == {
-        (versions_at_save["y"], y._version), (versions_at_save["c"], c._version), (versions_at_save["e"], e._version)
+        (versions_at_save["y"], y._version),
+        (versions_at_save["c"], c._version),
+        (versions_at_save["e"], e._version),
     }
     for hazard in hazards:  # node_id points at the node that saved it
         assert autograd_graph(out, max_nodes=10**6).node(hazard.node_id).name == hazard.node
@@ -907,7 +909,10 @@ def test_meta_tensors():
     assert inplace_hazards(loss) == [] and backward_error(loss, retain_graph=True) is None
     w.add_(1)
     hazards = inplace_hazards(loss)
-    assert len(hazards) == 1 and versions_in(backward_error(loss)) == (hazards[0].current_version, hazards[0].saved_version)
+    assert len(hazards) == 1 and versions_in(backward_error(loss)) == (
+        hazards[0].current_version,
+        hazards[0].saved_version,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -16,10 +15,10 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
+from test_graph_pictures import svg_texts  # noqa: E402
 
 from tutorial_lib import inplace_hazards  # noqa: E402
 from tutorial_lib.graph_explorers import GraphStepper  # noqa: E402
-from test_graph_pictures import svg_texts  # noqa: E402
 
 STEPS = [
     ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),

@@ -332,7 +332,9 @@ def _program(kind):
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("kind", ["exp then in place", "two stale", "saved input changed", "changed but not saved", "clean"])
+@pytest.mark.parametrize(
+    "kind", ["exp then in place", "two stale", "saved input changed", "changed but not saved", "clean"]
+)
 def test_hazard_markers_match_inplace_hazards_and_backward(kind):
     y = _program(kind)
     hazards = inplace_hazards(y)
@@ -358,7 +360,13 @@ def test_hazard_markers_match_inplace_hazards_and_backward(kind):
 
 
 @settings(max_examples=40)
-@given(st.lists(st.sampled_from(["exp", "sigmoid", "mul", "sin", "add", "inplace_last", "inplace_first"]), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(["exp", "sigmoid", "mul", "sin", "add", "inplace_last", "inplace_first"]),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_hazard_markers_on_random_programs(ops):
     x = torch.tensor([0.3, 0.6, 0.9], requires_grad=True)
     pool = [x * 1]
@@ -532,7 +540,9 @@ def test_collapsed_views_are_acyclic_partitions(data):
     for view in (collapse_repeats(graph), collapse_repeats(graph, merge_runs=True)):
         members = [m for g in view.groups for m in g.members]
         assert len(members) == len(set(members))
-        assert set(view.items) == {n.id for n in graph.nodes if view.group_of(n.id) is None} | {g.id for g in view.groups}
+        assert set(view.items) == {n.id for n in graph.nodes if view.group_of(n.id) is None} | {
+            g.id for g in view.groups
+        }
         assert not any(r.reversed for r in graph_layout(view).edges)
 
 
@@ -552,7 +562,9 @@ def test_cap_draws_at_most_max_nodes_with_a_visible_message():
     fig = draw_graph(loss, collapse="none", max_nodes=20)
     assert len(by_gid(fig, "label:")) == 20
     message = by_gid(fig, "message")
-    assert len(message) == 1 and f"not drawn (showing 20 of {graph.total_nodes})" in message[0].get_text().replace("\n", " ")
+    assert len(message) == 1 and f"not drawn (showing 20 of {graph.total_nodes})" in message[0].get_text().replace(
+        "\n", " "
+    )
     assert f"drawing 20 of {graph.total_nodes} nodes (20 boxes)" in fig.summary
     assert collection(fig, "graph-cut-edges") is not None
 

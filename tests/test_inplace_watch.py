@@ -7,14 +7,13 @@ import pathlib
 import random
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import torch
+from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 import tutorial_lib as tl
 from tutorial_lib.inplace_watch import explanation_of
-
-from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
 BUGGY = sorted(CORPUS.glob("bug_*.py"))
@@ -175,8 +174,16 @@ def test_each_kind_of_write_is_recorded_with_the_versions_torch_gives_it():
         torch._foreach_add_([t], [torch.ones(4)])
         final = t._version
     ops = [w.op for w in watch.writes]
-    assert ops == ["aten::add_", "aten::add_", "aten::add", "aten::copy_", "aten::copy_", "aten::mul_",
-                   "aten::relu_", "aten::_foreach_add_"]
+    assert ops == [
+        "aten::add_",
+        "aten::add_",
+        "aten::add",
+        "aten::copy_",
+        "aten::copy_",
+        "aten::mul_",
+        "aten::relu_",
+        "aten::_foreach_add_",
+    ]
     assert [w.version_before for w in watch.writes] == list(range(8))
     assert all(w.version_after == w.version_before + 1 for w in watch.writes)
     assert final == 8 and watch.writes[2].argument == "out"
@@ -341,8 +348,7 @@ def test_a_fused_optimizer_step_bumps_no_version_so_torch_is_silent_and_the_watc
 
 
 def test_call_keeping_versions_bumps_foreach_writes_inside_any_dispatch_mode():
-    from tutorial_lib._dispatch import WatcherMode
-    from tutorial_lib._dispatch import call_keeping_versions
+    from tutorial_lib._dispatch import WatcherMode, call_keeping_versions
 
     class Bare(WatcherMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

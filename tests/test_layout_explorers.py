@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from ground_truth import truth_map  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -22,7 +23,6 @@ from tutorial_lib.layout_explorers import (  # noqa: E402
     stride_explorer,
     view_copy_explorer,
 )
-from ground_truth import truth_map  # noqa: E402
 
 
 def set_layout(explorer, shape, stride, offset=0):

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from ground_truth import truth_map  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -29,7 +30,6 @@ from tutorial_lib.layout_pictures import (  # noqa: E402
     picture_svg,
     storage_values_text,
 )
-from ground_truth import truth_map  # noqa: E402
 
 
 def artists_by_gid(fig):
@@ -124,7 +124,10 @@ def test_expand_with_stride_zero_marks_repeated_cells_with_counts():
     assert_row_matches_torch(fig, "v.expand(3, 4)", e)
     cells = fig.layout_picture.row_cells("v.expand(3, 4)", "read")
     assert [(c.index, c.positions, c.text) for c in cells] == [
-        (0, (0, 4, 8), "×3"), (1, (1, 5, 9), "×3"), (2, (2, 6, 10), "×3"), (3, (3, 7, 11), "×3")
+        (0, (0, 4, 8), "×3"),
+        (1, (1, 5, 9), "×3"),
+        (2, (2, 6, 10), "×3"),
+        (3, (3, 7, 11), "×3"),
     ]
     artists = artists_by_gid(fig)
     assert artists["cell:0:v.expand(3, 4):0"].get_hatch() == "///"  # not colour alone

@@ -394,8 +394,11 @@ def test_foreach_updates_still_bump_versions_inside_a_block(fallback):
     a = torch.ones(3, requires_grad=True)
     saved = a * 1
     out = (saved * saved).sum()  # MulBackward0 saves `saved`
-    profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if fallback
-                else contextlib.nullcontext())
+    profiler = (
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        if fallback
+        else contextlib.nullcontext()
+    )
     with profiler, measure_memory() as mem:
         torch._foreach_add_([saved], [torch.ones(3)])
     assert bool(mem.unseen) == fallback

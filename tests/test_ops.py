@@ -222,9 +222,7 @@ def test_view_ops_are_views(case):
         assert x.to_dense()[0, 3] == sentinel(outputs[0])
 
 
-@pytest.mark.parametrize(
-    "expression", ["torch.as_strided(x, (3,), (2,), 1)", "torch.as_strided(x, (3,), (2,), 2)"]
-)
+@pytest.mark.parametrize("expression", ["torch.as_strided(x, (3,), (2,), 1)", "torch.as_strided(x, (3,), (2,), 2)"])
 def test_a_view_of_the_storage_need_not_share_the_inputs_memory(expression):
     """x holds the even elements of a storage: a view of the odd ones shares its storage, not its memory."""
     x = torch.arange(12.0)[::2]
@@ -382,9 +380,7 @@ def strided_inputs(draw):
     """float32 tensors: shape of 1-4 dims with sizes 1-5, a random slice (start, step) per dim, permuted."""
     ndim = draw(st.integers(1, 4))
     shape = draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim))
-    slices = tuple(
-        slice(draw(st.integers(0, size - 1)), None, draw(st.integers(1, 3))) for size in shape
-    )
+    slices = tuple(slice(draw(st.integers(0, size - 1)), None, draw(st.integers(1, 3))) for size in shape)
     permutation = draw(st.permutations(range(ndim)))
     base = torch.arange(float(np.prod(shape)), dtype=torch.float32).reshape(shape)
     return base[slices].permute(*permutation)
@@ -546,7 +542,10 @@ def test_trace_records_every_op_in_order_with_shapes():
     assert [r.new_bytes for r in records] == [0, b.untyped_storage().nbytes(), 0, c.untyped_storage().nbytes()]
     assert records[2].written == ("self",)
     assert [r.output_shapes for r in records] == [
-        (tuple(a.shape),), (tuple(b.shape),), (tuple(b.shape),), (tuple(c.shape),)
+        (tuple(a.shape),),
+        (tuple(b.shape),),
+        (tuple(b.shape),),
+        (tuple(c.shape),),
     ]
 
 

@@ -8,8 +8,17 @@ from hypothesis import strategies as st
 
 from tutorial_lib import layout, same_storage, shares_memory
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8, torch.uint8,
-          torch.bool, torch.complex64]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+]
 
 
 @st.composite

@@ -59,8 +59,16 @@ _BACKWARD_SUFFIX = re.compile(r"Backward(?:\d+[A-Za-z]*)?$")  # MulBackward0, Tw
 _OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
 _WORD_BREAK = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
 #: C++ nodes known to save no tensors (the rest, when their saved tensors are hidden, are ``unseen``).
-_SAVE_NOTHING = ("GraphRoot", "DelayedError", "Error", "NotImplemented", "CopyBackwards", "UndefinedGradBackward",
-                 "Identity", "AccumulateGrad")
+_SAVE_NOTHING = (
+    "GraphRoot",
+    "DelayedError",
+    "Error",
+    "NotImplemented",
+    "CopyBackwards",
+    "UndefinedGradBackward",
+    "Identity",
+    "AccumulateGrad",
+)
 
 
 @dataclass(frozen=True)
@@ -231,9 +239,17 @@ def _output_named(error_text: str, node_name: str) -> int | None:
 
 def _dtype_from_legacy(type_name: str):
     legacy = {
-        "Float": torch.float32, "Double": torch.float64, "Half": torch.float16, "BFloat16": torch.bfloat16,
-        "Long": torch.int64, "Int": torch.int32, "Short": torch.int16, "Char": torch.int8,
-        "Byte": torch.uint8, "Bool": torch.bool, "ComplexFloat": torch.complex64,
+        "Float": torch.float32,
+        "Double": torch.float64,
+        "Half": torch.float16,
+        "BFloat16": torch.bfloat16,
+        "Long": torch.int64,
+        "Int": torch.int32,
+        "Short": torch.int16,
+        "Char": torch.int8,
+        "Byte": torch.uint8,
+        "Bool": torch.bool,
+        "ComplexFloat": torch.complex64,
         "ComplexDouble": torch.complex128,
     }
     return legacy.get(type_name)
@@ -331,8 +347,9 @@ def _inspect_saved(raw, unpack, attribute: str, is_output: bool, node_name: str 
     if not isinstance(unpacked, torch.Tensor):  # an undefined (not needed) saved variable
         return SavedTensor(attribute, is_output, None, None, None, None)
     version = unpacked._version
-    return SavedTensor(attribute, is_output, tuple(unpacked.shape), unpacked.dtype, version, version,
-                       output_nr=output_nr)
+    return SavedTensor(
+        attribute, is_output, tuple(unpacked.shape), unpacked.dtype, version, version, output_nr=output_nr
+    )
 
 
 def _raw_attribute(fn, attr: str):
@@ -373,8 +390,15 @@ def _saved_by_custom_function(fn) -> tuple[SavedTensor, ...]:
         # with its own
         is_output = tensor.grad_fn is fn
         saved.append(
-            SavedTensor(name, is_output, tuple(tensor.shape), tensor.dtype, tensor._version, tensor._version,
-                        output_nr=tensor.output_nr if is_output else None)
+            SavedTensor(
+                name,
+                is_output,
+                tuple(tensor.shape),
+                tensor.dtype,
+                tensor._version,
+                tensor._version,
+                output_nr=tensor.output_nr if is_output else None,
+            )
         )
     return tuple(saved)
 
@@ -440,13 +464,25 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
         if unread(item) and source is not None and index < source:  # not stale, or backward would stop here
             item = SavedTensor(item.attribute, True, item.shape, item.dtype, item.current_version, item.current_version)
         elif unread(item) and index == source:
-            note = (f"one of {', '.join(ambiguous)}: torch names output {named_output} of "
-                    f"{_forward_camel(fn.name())}, and which saved tensor that is cannot be read") if ambiguous else ""
-            item = SavedTensor(item.attribute, True, item.shape, item.dtype, saved0, current0, note=note,
-                               output_nr=named_output)
+            note = (
+                (
+                    f"one of {', '.join(ambiguous)}: torch names output {named_output} of "
+                    f"{_forward_camel(fn.name())}, and which saved tensor that is cannot be read"
+                )
+                if ambiguous
+                else ""
+            )
+            item = SavedTensor(
+                item.attribute, True, item.shape, item.dtype, saved0, current0, note=note, output_nr=named_output
+            )
         elif unread(item):
             item = SavedTensor(
-                item.attribute, True, item.shape, item.dtype, None, item.current_version,
+                item.attribute,
+                True,
+                item.shape,
+                item.dtype,
+                None,
+                item.current_version,
                 note="saved version unknown: backward stops at an earlier stale saved tensor",
             )
         resolved.append(item)
@@ -455,9 +491,7 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
 
 def _meta_gradients(fn) -> list:
     """One zero gradient per input of ``fn``, on the meta device: shapes only, no memory."""
-    return [
-        torch.zeros(metadata.shape, dtype=metadata.dtype, device="meta") for metadata in fn._input_metadata
-    ]
+    return [torch.zeros(metadata.shape, dtype=metadata.dtype, device="meta") for metadata in fn._input_metadata]
 
 
 class _CustomFunctionReached(Exception):  # noqa: N818 - a signal, not an error
@@ -776,7 +810,9 @@ def _check_names(names) -> dict[int, str]:
     if names is None:
         return {}
     if not isinstance(names, dict):
-        raise TypeError(f"names must be a dict from name to tensor (e.g. dict(model.named_parameters())), got {describe(names)}")
+        raise TypeError(
+            f"names must be a dict from name to tensor (e.g. dict(model.named_parameters())), got {describe(names)}"
+        )
     by_id = {}
     for key, value in names.items():
         if not isinstance(key, str):
@@ -816,7 +852,9 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     leaf_names = _check_names(names)
     output_label = "output " + shape_text(tensor.shape)
     output_grad = tensor.grad if tensor.retains_grad else None
-    output = GraphNode(0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad))
+    output = GraphNode(
+        0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad)
+    )
     grad_fn = tensor.grad_fn  # raises torch's own error for a view autograd refuses (see _refused_graph)
     if grad_fn is None:
         if tensor.requires_grad:  # a leaf: its whole graph is itself
@@ -835,8 +873,14 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         if isinstance(variable, torch.Tensor):
             nodes.append(
                 GraphNode(
-                    position, "AccumulateGrad", "leaf", _leaf_label(variable, leaf_names), tuple(variable.shape),
-                    (), preview(variable), preview(variable.grad),
+                    position,
+                    "AccumulateGrad",
+                    "leaf",
+                    _leaf_label(variable, leaf_names),
+                    tuple(variable.shape),
+                    (),
+                    preview(variable),
+                    preview(variable.grad),
                 )
             )
         else:
@@ -846,8 +890,15 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
             nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, saved))
     shifted = ([(0, 1)] if fns else []) + [(a + 1, b + 1) for a, b in edges]
     return Graph(
-        tuple(nodes), tuple(shifted), 0, total + 1, total + 1 > len(nodes),
-        total - total_leaves, total_leaves, total_edges + 1, _unseen_texts(unseen),
+        tuple(nodes),
+        tuple(shifted),
+        0,
+        total + 1,
+        total + 1 > len(nodes),
+        total - total_leaves,
+        total_leaves,
+        total_edges + 1,
+        _unseen_texts(unseen),
     )
 
 
@@ -895,8 +946,10 @@ def _describe_saved(node: GraphNode, saved: SavedTensor) -> str:
     if node.name.endswith("CopySlices"):
         if ": " in saved.attribute:  # a custom Function's saved tensor, read inside the CopySlices
             inner, attribute = saved.attribute.split(": ", 1)[1].split(" ", 1)
-            return (f"{attribute}, which {_forward_camel(inner)}.forward (applied in place to a view) saved "
-                    "with ctx.save_for_backward")
+            return (
+                f"{attribute}, which {_forward_camel(inner)}.forward (applied in place to a view) saved "
+                "with ctx.save_for_backward"
+            )
         return "a tensor that an in-place operation on a view saved"
     if _forward_camel(node.name) == node.name.removesuffix("Backward") and node.name.endswith("Backward"):
         custom = node.name.removesuffix("Backward")  # a custom autograd.Function's node: "TwoBackward"
@@ -922,7 +975,11 @@ def _hazard_explanation(node: GraphNode, saved: SavedTensor, what: str) -> str:
     if saved.shape is None:  # not readable (e.g. on the meta device)
         kind = f"a {dtype} tensor"
     else:
-        kind = f"a {dtype} {shape_text(saved.shape)}" if not saved.shape else f"a {dtype} tensor of shape {shape_text(saved.shape)}"
+        kind = (
+            f"a {dtype} {shape_text(saved.shape)}"
+            if not saved.shape
+            else f"a {dtype} tensor of shape {shape_text(saved.shape)}"
+        )
     if saved.attribute.startswith("checkpoint input"):
         return (
             f"torch.utils.checkpoint kept {what} ({kind}) at version {saved.saved_version} to recompute the "

@@ -102,8 +102,9 @@ class GraphStepper:
         ValueError: ``steps`` is empty or a statement is not valid Python.
     """
 
-    def __init__(self, steps, setup: str | None = None, target: str | None = None, show_values: bool = False,
-                 seed: int = 0):
+    def __init__(
+        self, steps, setup: str | None = None, target: str | None = None, show_values: bool = False, seed: int = 0
+    ):
         self._steps = _check_steps(steps)
         if setup is not None and not isinstance(setup, str):
             raise TypeError(f"setup must be a statement (str) or None, got {describe(setup)}")
@@ -155,7 +156,8 @@ class GraphStepper:
         tensor = self.namespace.get(name) if name else None
         if isinstance(tensor, torch.Tensor):
             leaves = {
-                k: v for k, v in self.namespace.items()
+                k: v
+                for k, v in self.namespace.items()
                 if isinstance(v, torch.Tensor) and v.requires_grad and not k.startswith("_") and _is_leaf(v)
             }
             try:
@@ -270,16 +272,23 @@ class GraphStepper:
             parts.append(f"graph of {self.target}: {g.total_nodes} node{'s' if g.total_nodes != 1 else ''}")
             rows = self.saved_rows()
             if rows:
-                parts.append("saved: " + ", ".join(
-                    f"{n}.{a} v{sv} (now v{cv}){' ⚠ stale' if state == 'stale' else ''}" if sv is not None
-                    else f"{n}.{a} ({state})"
-                    for n, a, sv, cv, state in rows
-                ))
+                parts.append(
+                    "saved: "
+                    + ", ".join(
+                        f"{n}.{a} v{sv} (now v{cv}){' ⚠ stale' if state == 'stale' else ''}"
+                        if sv is not None
+                        else f"{n}.{a} ({state})"
+                        for n, a, sv, cv, state in rows
+                    )
+                )
             if self.hazards:
-                parts.append("⚠ " + "; ".join(
-                    f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would fail"
-                    for h in self.hazards
-                ))
+                parts.append(
+                    "⚠ "
+                    + "; ".join(
+                        f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would fail"
+                        for h in self.hazards
+                    )
+                )
             elif g.unseen:
                 parts.append("no hazards among what could be read")
             else:
@@ -298,7 +307,11 @@ class GraphStepper:
         from .graph_pictures import _xml, graph_svg
 
         if self.graph is None:  # before the first step, or no tensor yet: say so instead of an empty image
-            note = "nothing run yet: press Next ▶" if self.position == 0 else f"no tensor to show yet ({self.error or 'run on'})"
+            note = (
+                "nothing run yet: press Next ▶"
+                if self.position == 0
+                else f"no tensor to show yet ({self.error or 'run on'})"
+            )
             return (
                 '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="40" viewBox="0 0 360 40" role="img">'
                 f'<text id="placeholder" x="8" y="24" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#555555">'

@@ -366,8 +366,16 @@ def collapse_by_module(t, model, graph: Graph | None = None, depth: int | None =
             continue
         kind = type(modules[key]).__name__ if key in modules else "module"
         counts = _counts(graph, ids)
-        groups.append(dict(kind="module", label=key, detail=f"{kind} · {len(ids)} nodes: {count_text(counts)}",
-                           counts=counts, module_type=kind, members=ids))
+        groups.append(
+            dict(
+                kind="module",
+                label=key,
+                detail=f"{kind} · {len(ids)} nodes: {count_text(counts)}",
+                counts=counts,
+                module_type=kind,
+                members=ids,
+            )
+        )
     return _build(graph, "module", groups)
 
 
@@ -538,13 +546,21 @@ def collapse_repeats(graph: Graph, merge_runs: bool = False) -> CollapsedGraph:
                     label = f"{reps}× repeated block"
                 counts = _counts(graph, blocks[0])
                 detail = f"{reps} repetitions of {per_block} nodes: {count_text(counts)}"
-                groups.append(dict(kind="repeat", label=label, detail=detail, counts=counts, repetitions=reps,
-                                   members=everything))
+                groups.append(
+                    dict(kind="repeat", label=label, detail=detail, counts=counts, repetitions=reps, members=everything)
+                )
             else:
                 for r, block in enumerate(blocks):
                     counts = _counts(graph, block)
-                    groups.append(dict(kind="repeat", label=f"repeat {r + 1} of {reps}", counts=counts,
-                                       detail=f"{len(block)} nodes: {count_text(counts)}", members=sorted(block)))
+                    groups.append(
+                        dict(
+                            kind="repeat",
+                            label=f"repeat {r + 1} of {reps}",
+                            counts=counts,
+                            detail=f"{len(block)} nodes: {count_text(counts)}",
+                            members=sorted(block),
+                        )
+                    )
             i += period * reps
     return _build(graph, "repeats", groups)
 

@@ -810,9 +810,12 @@ def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     summary = _summary(graph, view, items, show_values, beyond)
     line_notes = _line_notes(tensor)
     if line_notes:
-        summary = summary.rstrip(".") + "; " + "; ".join(
-            f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items())
-        ) + "."
+        summary = (
+            summary.rstrip(".")
+            + "; "
+            + "; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items()))
+            + "."
+        )
     boxes = _boxes(view, items, show_values, show_saved, line_notes)
     sub = view if len(items) == len(view.items) else _restricted(view, items)
     layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
@@ -835,7 +838,12 @@ def _restricted(view: CollapsedGraph, items) -> CollapsedGraph:
     keep = set(items)
     pairs = [(e, c) for e, c in zip(view.edges, view.edge_counts) if e[0] in keep and e[1] in keep]
     return CollapsedGraph(
-        view.graph, view.how, view.groups, tuple(items), tuple(e for e, _ in pairs), tuple(c for _, c in pairs),
+        view.graph,
+        view.how,
+        view.groups,
+        tuple(items),
+        tuple(e for e, _ in pairs),
+        tuple(c for _, c in pairs),
         view._group_of,
     )
 
@@ -847,8 +855,12 @@ def _rectangle(left: float, bottom: float, width: float, height: float) -> list[
 def _rounded(left: float, bottom: float, width: float, height: float, radius: float = 6.0) -> list:
     """A rectangle with rounded corners as a polygon (a quarter circle in 5 points per corner)."""
     r = min(radius, width / 2, height / 2)
-    corners = ((left + width - r, bottom + r, -90), (left + width - r, bottom + height - r, 0),
-               (left + r, bottom + height - r, 90), (left + r, bottom + r, 180))
+    corners = (
+        (left + width - r, bottom + r, -90),
+        (left + width - r, bottom + height - r, 0),
+        (left + r, bottom + height - r, 90),
+        (left + r, bottom + r, 180),
+    )
     points = []
     for cx, cy, start in corners:
         for k in range(5):
@@ -932,17 +944,38 @@ def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, has_haza
         heads.append([(qx, qy), (bx - 2.5 * dy, by + 2.5 * dx), (bx + 2.5 * dy, by - 2.5 * dx)])
         if route.count > 1:  # x * x: two gradients flow along the same edge
             (ax_, ay_), (bx_, by_) = route.points[0], route.points[1]
-            texts.append(SceneText((ax_ + bx_) / 2 + 3, (ay_ + by_) / 2 + 4, f"×{route.count}", "small",
-                                   "edge-count", "#333333", zorder=2))
+            texts.append(
+                SceneText(
+                    (ax_ + bx_) / 2 + 3,
+                    (ay_ + by_) / 2 + 4,
+                    f"×{route.count}",
+                    "small",
+                    "edge-count",
+                    "#333333",
+                    zorder=2,
+                )
+            )
     lines = {"edge": [route.points for route in layout.edges]}
     if cut:
-        lines["cut"] = [[(layout.position(i).x, layout.position(i).bottom),
-                         (layout.position(i).x, layout.position(i).bottom - stub)] for i in cut]
+        lines["cut"] = [
+            [
+                (layout.position(i).x, layout.position(i).bottom),
+                (layout.position(i).x, layout.position(i).bottom - stub),
+            ]
+            for i in cut
+        ]
 
     # Kinds differ in shape, not only colour: square (backward), rounded (leaf), double border
     # (output), stacked (group); hazards add a dashed border.
-    polygons: dict[str, list] = {"arrowhead": heads, "shadow": [], "backward": [], "leaf": [], "output": [],
-                                 "group": [], "hazard": []}
+    polygons: dict[str, list] = {
+        "arrowhead": heads,
+        "shadow": [],
+        "backward": [],
+        "leaf": [],
+        "output": [],
+        "group": [],
+        "hazard": [],
+    }
     line_h = LINE_SPACING * FONT_SIZE
     for p in layout.nodes:
         b = boxes[p.id]
@@ -972,8 +1005,9 @@ def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, has_haza
             if line:
                 texts.append(SceneText(p.left + PAD_X, top - k * line_h, line, "warning", f"warning:{p.id}", "#b00000"))
             start = k + 1
-    texts.append(SceneText(left, layout.height + top_band - PAD_Y, "\n".join(legend_lines), "small", "legend",
-                           "#444444"))
+    texts.append(
+        SceneText(left, layout.height + top_band - PAD_Y, "\n".join(legend_lines), "small", "legend", "#444444")
+    )
     if message_lines:
         texts.append(SceneText(left, -stub - PAD_Y, "\n".join(message_lines), "small", "message", "#b00000"))
     return GraphScene(bounds, lines, {k: v for k, v in polygons.items() if v}, tuple(texts))
@@ -1018,22 +1052,43 @@ def _render(scene: GraphScene, ax):
     }
     for style, polylines in scene.lines.items():
         look = _LINE_STYLES[style]
-        collection = LineCollection(polylines, colors=look["color"], linewidths=look["width"] * lw, zorder=1,
-                                    linestyles=[(0, look["dash"])] if "dash" in look else "solid")
+        collection = LineCollection(
+            polylines,
+            colors=look["color"],
+            linewidths=look["width"] * lw,
+            zorder=1,
+            linestyles=[(0, look["dash"])] if "dash" in look else "solid",
+        )
         collection.set_gid(look["gid"])
         ax.add_collection(collection, autolim=False)
     for kind, shapes in scene.polygons.items():
         look = _POLYGON_STYLES[kind]
-        collection = PolyCollection(shapes, facecolors=look["face"], edgecolors=look["edge"],
-                                    linewidths=look["width"] * lw, zorder=look["zorder"],
-                                    linestyles=[(0, look["dash"])] if "dash" in look else "solid")
+        collection = PolyCollection(
+            shapes,
+            facecolors=look["face"],
+            edgecolors=look["edge"],
+            linewidths=look["width"] * lw,
+            zorder=look["zorder"],
+            linestyles=[(0, look["dash"])] if "dash" in look else "solid",
+        )
         collection.set_gid("graph-arrowheads" if kind == "arrowhead" else f"graph-boxes-{kind}")
         ax.add_collection(collection, autolim=False)
     for t in scene.texts:
         # Never clipped (the limits hold the whole drawing). Setting the shared clip path up front
         # only stops add_artist from building fresh transforms for every text.
-        artist = Text(t.x, t.y, t.text, color=t.color, ha=t.ha, va="top", fontproperties=fonts[t.font],
-                      linespacing=LINE_SPACING, zorder=t.zorder, gid=t.gid, clip_on=False)
+        artist = Text(
+            t.x,
+            t.y,
+            t.text,
+            color=t.color,
+            ha=t.ha,
+            va="top",
+            fontproperties=fonts[t.font],
+            linespacing=LINE_SPACING,
+            zorder=t.zorder,
+            gid=t.gid,
+            clip_on=False,
+        )
         artist.set_clip_path(clip)
         ax.add_artist(artist)
     return fig
@@ -1079,15 +1134,27 @@ def scene_svg(scene: GraphScene, summary: str = "") -> str:
     layers = []  # (zorder, order, svg) so that stacking matches matplotlib's zorder
     for style, polylines in scene.lines.items():
         look = _LINE_STYLES[style]
-        dash = f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"' \
-            if "dash" in look else ""
+        dash = (
+            f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"'
+            if "dash" in look
+            else ""
+        )
         body = "".join(f'<polyline points="{_points(line, x0, y1)}"/>' for line in polylines)
-        layers.append((1, len(layers), f'<g id="{look["gid"]}" fill="none" stroke="{look["color"]}" '
-                                       f'stroke-width="{look["width"]}"{dash}>{body}</g>'))
+        layers.append(
+            (
+                1,
+                len(layers),
+                f'<g id="{look["gid"]}" fill="none" stroke="{look["color"]}" '
+                f'stroke-width="{look["width"]}"{dash}>{body}</g>',
+            )
+        )
     for kind, shapes in scene.polygons.items():
         look = _POLYGON_STYLES[kind]
-        dash = f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"' \
-            if "dash" in look else ""
+        dash = (
+            f' stroke-dasharray="{look["dash"][0] * look["width"]:.2f},{look["dash"][1] * look["width"]:.2f}"'
+            if "dash" in look
+            else ""
+        )
         stroke = f' stroke="{look["edge"]}" stroke-width="{look["width"]}"' if look["edge"] != "none" else ""
         gid = "graph-arrowheads" if kind == "arrowhead" else f"graph-boxes-{kind}"
         body = "".join(f'<polygon points="{_points(shape, x0, y1)}"/>' for shape in shapes)
@@ -1098,14 +1165,23 @@ def scene_svg(scene: GraphScene, summary: str = "") -> str:
         x, y = t.x - x0, y1 - t.y + _ASCENT * size
         anchor = "middle" if t.ha == "center" else "start"
         lines = t.text.split("\n")
-        spans = _xml(lines[0]) if len(lines) == 1 else "".join(
-            f'<tspan x="{x:.1f}" dy="{0 if i == 0 else LINE_SPACING * size:.2f}">{_xml(line)}</tspan>'
-            for i, line in enumerate(lines)
+        spans = (
+            _xml(lines[0])
+            if len(lines) == 1
+            else "".join(
+                f'<tspan x="{x:.1f}" dy="{0 if i == 0 else LINE_SPACING * size:.2f}">{_xml(line)}</tspan>'
+                for i, line in enumerate(lines)
+            )
         )
         bold = ' font-weight="bold"' if weight == "bold" else ""
-        layers.append((t.zorder, len(layers),
-                       f'<text id="{_xml(t.gid)}" x="{x:.1f}" y="{y:.1f}" font-family="{family}" font-size="{size:.2f}"'
-                       f'{bold} fill="{t.color}" text-anchor="{anchor}" xml:space="preserve">{spans}</text>'))
+        layers.append(
+            (
+                t.zorder,
+                len(layers),
+                f'<text id="{_xml(t.gid)}" x="{x:.1f}" y="{y:.1f}" font-family="{family}" font-size="{size:.2f}"'
+                f'{bold} fill="{t.color}" text-anchor="{anchor}" xml:space="preserve">{spans}</text>',
+            )
+        )
     out.extend(svg for _, _, svg in sorted(layers, key=lambda item: item[:2]))
     out.append("</svg>")
     return "".join(out)

@@ -209,8 +209,10 @@ class _Watcher(WatcherMode):
         # The storages of every tensor the op reads or writes: a node it makes (CopySlices, for an op on
         # a view) may save any of them.
         inputs = tuple(
-            _storage_key(t) for value in (*args, *kwargs.values())
-            for t in (value if isinstance(value, (list, tuple)) else (value,)) if isinstance(t, torch.Tensor)
+            _storage_key(t)
+            for value in (*args, *kwargs.values())
+            for t in (value if isinstance(value, (list, tuple)) else (value,))
+            if isinstance(t, torch.Tensor)
         )
         for position, argument, keyword_only in written:
             value = kwargs.get(argument) if keyword_only or position >= len(args) else args[position]
@@ -226,12 +228,20 @@ class _Watcher(WatcherMode):
                     continue
                 seen.append((tensor, version))
                 self.watch._add_write(
-                    (name, label, tuple(tensor.shape), version, _storage_key(tensor), where, in_optimizer,
-                     self.watch._op_count, tensor.requires_grad, inputs)
+                    (
+                        name,
+                        label,
+                        tuple(tensor.shape),
+                        version,
+                        _storage_key(tensor),
+                        where,
+                        in_optimizer,
+                        self.watch._op_count,
+                        tensor.requires_grad,
+                        inputs,
+                    )
                 )
         return seen
-
-
 
 
 def _keep_dynamo_out(code) -> None:
@@ -539,8 +549,11 @@ def _writes_since(watch: InplaceWatch, storage, after_order: int, saved_version:
     """
     unversioned = watch._unversioned_ops
     candidates = [
-        record for record in watch._writes
-        if record[4] == storage and record[7] >= after_order and saved_version <= record[3] < current_version
+        record
+        for record in watch._writes
+        if record[4] == storage
+        and record[7] >= after_order
+        and saved_version <= record[3] < current_version
         and record[0] not in unversioned
     ]
     chain = []
@@ -562,8 +575,17 @@ _OUT_OF_PLACE_FORMS = {
     "aten::mul_": "y = y * other instead of y *= other or y.mul_(other)",
     "aten::div_": "y = y / other instead of y /= other or y.div_(other)",
 }
-_ASSIGNMENT_OPS = {"aten::copy_", "aten::fill_", "aten::index_put_", "aten::masked_fill_", "aten::index_copy_",
-                   "aten::masked_scatter_", "aten::scatter_", "aten::index_fill_", "aten::zero_"}
+_ASSIGNMENT_OPS = {
+    "aten::copy_",
+    "aten::fill_",
+    "aten::index_put_",
+    "aten::masked_fill_",
+    "aten::index_copy_",
+    "aten::masked_scatter_",
+    "aten::scatter_",
+    "aten::index_fill_",
+    "aten::zero_",
+}
 
 
 def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> tuple[str, ...]:
@@ -578,7 +600,8 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> t
             "call backward on each, then step), or run a fresh forward pass after step()."
         )
     retained = [
-        order for order, retain in backward_calls
+        order
+        for order, retain in backward_calls
         if retain and saved_order is not None and order > saved_order and (first_change is None or order < first_change)
     ]
     if retained:
@@ -664,7 +687,8 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
         unknown.append(
             f"{missing} of the {saved.current_version - saved.saved_version} changes were not recorded "
             "(made through another tensor sharing the version counter, or dropped)"
-            if writes else "the changing line is unknown: no recorded write matches"
+            if writes
+            else "the changing line is unknown: no recorded write matches"
         )
     elif missing > 0 and not unknown:
         unknown.append("the changing line is unknown: no watch_inplace was on when the tensor was changed")
@@ -673,8 +697,10 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
     backward_calls = watch._backward_calls if watch is not None else []
     fixes = _fixes(writes, saved_order, backward_calls, saved_at)
     if unknown:
-        fixes += ("To see the lines, run the forward pass and the change inside tl.watch_inplace() (in Jupyter: "
-                  "%load_ext tutorial_lib, then %%watch_inplace; for a script: python -m tutorial_lib.explain).",)
+        fixes += (
+            "To see the lines, run the forward pass and the change inside tl.watch_inplace() (in Jupyter: "
+            "%load_ext tutorial_lib, then %%watch_inplace; for a script: python -m tutorial_lib.explain).",
+        )
     return InplaceExplanation(
         node=fn.name(),
         what=what,
@@ -718,7 +744,8 @@ def _explain_error(roots, watches, error) -> InplaceExplanation | None:
     if not stale:
         return None
     matching = [
-        (fn, saved) for fn, saved in stale
+        (fn, saved)
+        for fn, saved in stale
         if (saved.current_version, saved.saved_version) == (current, saved_version)
         and (shape is None or saved.shape is None or tuple(saved.shape) == shape)
     ] or stale
@@ -848,15 +875,20 @@ def _with_lines(tensor, hazards: list) -> list:
         if explanation.saved_at is None and not explanation.changed_at:
             annotated.append(hazard)
             continue
-        changes = "; ".join(
-            f"{w.line.place if w.line else 'line unknown'} ({w.op.removeprefix('aten::')})"
-            for w in explanation.changed_at
-        ) or "line unknown"
+        changes = (
+            "; ".join(
+                f"{w.line.place if w.line else 'line unknown'} ({w.op.removeprefix('aten::')})"
+                for w in explanation.changed_at
+            )
+            or "line unknown"
+        )
         saved = explanation.saved_at.place if explanation.saved_at else "line unknown"
         text = f"{hazard.explanation} Saved at {saved}; changed at {changes}."
-        annotated.append(dataclasses.replace(
-            hazard, explanation=text, saved_at=explanation.saved_at, changed_at=explanation.changed_at
-        ))
+        annotated.append(
+            dataclasses.replace(
+                hazard, explanation=text, saved_at=explanation.saved_at, changed_at=explanation.changed_at
+            )
+        )
     return annotated
 
 

@@ -235,18 +235,21 @@ class StrideExplorer(_Explorer):
         self.stride = widgets.Text(value=_ints_text(contiguous), description="stride")
         self.offset = widgets.IntText(value=0, description="offset")
         self.dtype = widgets.Dropdown(options=list(DTYPES), value=names[dtype], description="dtype")
-        self.contiguous_button = widgets.Button(description="contiguous strides",
-                                                tooltip="set the strides a new tensor of this shape would have")
+        self.contiguous_button = widgets.Button(
+            description="contiguous strides", tooltip="set the strides a new tensor of this shape would have"
+        )
         self.message = widgets.HTML()
         self.picture_view = widgets.HTML()
         self.table = widgets.HTML()
-        self.widget = widgets.VBox([
-            widgets.HBox([self.shape, self.stride]),
-            widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
-            self.message,
-            self.picture_view,
-            self.table,
-        ])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.shape, self.stride]),
+                widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
+                self.message,
+                self.picture_view,
+                self.table,
+            ]
+        )
         self._build_storage()
         for control in (self.shape, self.stride, self.offset):
             control.observe(lambda change: self.update(), names="value")
@@ -361,7 +364,6 @@ class StrideExplorer(_Explorer):
         )
 
 
-
 class ViewCopyExplorer(_Explorer):
     """Pick an operation on ``x``; see whether it views or copies, what it allocates, and the layouts.
 
@@ -399,22 +401,28 @@ class ViewCopyExplorer(_Explorer):
         widgets = _widgets()
         self.max_cells = max_cells
         self._figure = None
-        self.operation = widgets.Dropdown(options=list(operations), value=operations[0], description="operation",
-                                          layout=widgets.Layout(width="max-content"))
+        self.operation = widgets.Dropdown(
+            options=list(operations),
+            value=operations[0],
+            description="operation",
+            layout=widgets.Layout(width="max-content"),
+        )
         self.verdict = widgets.HTML()
         self.message = widgets.HTML()
         self.before_picture = layout_picture(self.x, names=["x"], max_cells=max_cells)
         self.before_view = widgets.HTML(_svg_html(picture_svg(self.before_picture)))
         self.after_view = widgets.HTML()
-        self.widget = widgets.VBox([
-            self.operation,
-            self.verdict,
-            self.message,
-            widgets.HTML("<b>before</b>"),
-            self.before_view,
-            widgets.HTML("<b>after</b>"),
-            self.after_view,
-        ])
+        self.widget = widgets.VBox(
+            [
+                self.operation,
+                self.verdict,
+                self.message,
+                widgets.HTML("<b>before</b>"),
+                self.before_view,
+                widgets.HTML("<b>after</b>"),
+                self.after_view,
+            ]
+        )
         self.operation.observe(lambda change: self.update(), names="value")
         self.update()
 
@@ -475,7 +483,6 @@ class ViewCopyExplorer(_Explorer):
         self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(self.summary)}</b></div>'
         self.verdict.value = ""
         self.after_view.value = ""
-
 
 
 def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:

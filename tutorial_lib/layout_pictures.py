@@ -505,10 +505,7 @@ def _relation(member: _Member, first: _Member) -> str | None:
 def _row_description(member: _Member, first: _Member | None, strip_itemsize: int, strip_dtype) -> str:
     lay = member.layout
     in_bytes = lay.itemsize != strip_itemsize
-    head = (
-        f"{member.name}: shape {_shape_text(lay.shape)} stride {_shape_text(lay.stride)} "
-        f"offset {lay.storage_offset}"
-    )
+    head = f"{member.name}: shape {_shape_text(lay.shape)} stride {_shape_text(lay.stride)} offset {lay.storage_offset}"
     if lay.dtype != strip_dtype:
         head += f" as {_dtype_name(lay.dtype)} ({lay.itemsize} byte{'' if lay.itemsize == 1 else 's'} each)"
     relation = _relation(member, first) if first is not None else None
@@ -592,8 +589,17 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
         if len(group) > 1 and any(m.tensor is None for m in group):
             description += " (Layouts drawn on one strip because their storage sizes match)"
         strips.append(
-            PictureStrip(strip_no, strip_dtype, strip_size, unit, numel, nbytes, pieces,
-                         tuple(m.name for m in group), description)
+            PictureStrip(
+                strip_no,
+                strip_dtype,
+                strip_size,
+                unit,
+                numel,
+                nbytes,
+                pieces,
+                tuple(m.name for m in group),
+                description,
+            )
         )
 
         storage_slots = list(_slots(pieces, strip_size))
@@ -608,8 +614,11 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
                     lo, hi = _align_up(begin, strip_size) // strip_size, end // strip_size
                     values.update(zip(range(lo, hi), storage_values_text(source, lo, hi, max_cells=hi - lo or 1)))
         for index in storage_slots:
-            cells.append(PictureCell(strip_no, "storage", index, index * strip_size, strip_size, "value", (),
-                                     True, values.get(index, "")))
+            cells.append(
+                PictureCell(
+                    strip_no, "storage", index, index * strip_size, strip_size, "value", (), True, values.get(index, "")
+                )
+            )
 
         row_parts = []
         for member in group:
@@ -621,8 +630,9 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
             steps.extend(_steps(strip_no, member, set(_slots(pieces, member.layout.itemsize))))
             text = _row_description(member, first if member is not first else None, strip_size, strip_dtype)
             row_parts.append(text)
-            rows.append(PictureRow(strip_no, member.name, _row_label(member), text, member.layout,
-                                   member.tensor is not None))
+            rows.append(
+                PictureRow(strip_no, member.name, _row_label(member), text, member.layout, member.tensor is not None)
+            )
         summary_parts.append("; ".join([description, *row_parts]))
 
     notes = ["numbers: each element's row-major position"]
@@ -744,8 +754,7 @@ def _geometry(picture: LayoutPicture) -> _Geometry:
             y += 0.25
         y += 0.5
     width = max(width, _text_cells(" · ".join(picture.notes), 7))
-    return _Geometry(width, y + 0.8, x_of, gaps, header_y, strip_y, row_y, lanes, arrows, label_x,
-                     index_rotated, y)
+    return _Geometry(width, y + 0.8, x_of, gaps, header_y, strip_y, row_y, lanes, arrows, label_x, index_rotated, y)
 
 
 def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
@@ -764,8 +773,14 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     end = x_at(step.to_index * itemsize) if step.shown else None
     if end is None:
         # The target cell is elided: the arrow points into the gap after this window, and says so.
-        window_end = next((stop for kind, begin, stop in strip.pieces
-                           if kind == "cells" and begin <= step.from_index * itemsize < stop), None)
+        window_end = next(
+            (
+                stop
+                for kind, begin, stop in strip.pieces
+                if kind == "cells" and begin <= step.from_index * itemsize < stop
+            ),
+            None,
+        )
         if window_end is None:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
             return None
         return start + half, x_at(window_end) + GAP_UNITS / 2, label + " (target not shown)"
@@ -827,28 +842,74 @@ class _MatplotlibCanvas:
         style = {"--": "--", ":": ":"}.get(dash, "-")
         face, edge = self._colour(face), self._colour(edge)
         # add_artist, not add_patch: limits are fixed, so skipping data-limit updates saves time.
-        self.ax.add_artist(self._rectangle((x, y), w, h, facecolor=face, edgecolor=edge, linewidth=width,
-                                           linestyle=style, hatch=hatch, gid=gid, clip_path=self.clip))
+        self.ax.add_artist(
+            self._rectangle(
+                (x, y),
+                w,
+                h,
+                facecolor=face,
+                edgecolor=edge,
+                linewidth=width,
+                linestyle=style,
+                hatch=hatch,
+                gid=gid,
+                clip_path=self.clip,
+            )
+        )
 
-    def text(self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0,
-             halo=False, gid=None):
+    def text(
+        self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0, halo=False, gid=None
+    ):
         bbox = {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
-        self.ax.text(x, y, s, fontsize=size, ha=ha, va=va, fontweight=weight, color=self._colour(color),
-                     rotation=rotation,
-                     bbox=bbox if halo else None, gid=gid, linespacing=1.0, clip_path=self.clip)
+        self.ax.text(
+            x,
+            y,
+            s,
+            fontsize=size,
+            ha=ha,
+            va=va,
+            fontweight=weight,
+            color=self._colour(color),
+            rotation=rotation,
+            bbox=bbox if halo else None,
+            gid=gid,
+            linespacing=1.0,
+            clip_path=self.clip,
+        )
 
     def line(self, x0, y0, x1, y1, color="#333333", width=0.8):
         self.ax.plot([x0, x1], [y0, y1], color=self._colour(color), linewidth=width, clip_path=self.clip)
 
     def arrow(self, x0, y0, x1, y1, dashed=False, gid=None):
-        self.ax.add_artist(self._arrow((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=9, linewidth=1.2,
-                                       linestyle="--" if dashed else "-", color="#222222", shrinkA=0,
-                                       shrinkB=0, gid=gid, clip_path=self.clip))
+        self.ax.add_artist(
+            self._arrow(
+                (x0, y0),
+                (x1, y1),
+                arrowstyle="-|>",
+                mutation_scale=9,
+                linewidth=1.2,
+                linestyle="--" if dashed else "-",
+                color="#222222",
+                shrinkA=0,
+                shrinkB=0,
+                gid=gid,
+                clip_path=self.clip,
+            )
+        )
 
     def loop(self, x, y, gid=None):
-        self.ax.add_artist(self._arrow((x - 0.3, y), (x + 0.3, y), connectionstyle="arc3,rad=1.6",
-                                       arrowstyle="->", mutation_scale=8, linewidth=1.0, gid=gid,
-                                       clip_path=self.clip))
+        self.ax.add_artist(
+            self._arrow(
+                (x - 0.3, y),
+                (x + 0.3, y),
+                connectionstyle="arc3,rad=1.6",
+                arrowstyle="->",
+                mutation_scale=8,
+                linewidth=1.0,
+                gid=gid,
+                clip_path=self.clip,
+            )
+        )
 
 
 def _xml(text: str) -> str:
@@ -889,8 +950,9 @@ class _SvgCanvas:
         if hatch:
             self.parts.append(f'<rect {box} fill="url(#hatch)" fill-opacity="0.45" stroke="none"/>')
 
-    def text(self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0,
-             halo=False, gid=None):
+    def text(
+        self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0, halo=False, gid=None
+    ):
         ident = f' id="{_xml(gid)}"' if gid else ""
         px, py = self._x(x), self._y(y)
         attributes = (
@@ -952,13 +1014,23 @@ def _render(canvas, picture: LayoutPicture, geometry: _Geometry) -> None:
 
     for strip in strips:
         top = geometry.strip_y[strip.index]
-        canvas.text(0, geometry.header_y[strip.index], strip.description, _FONT_PT + 1, ha="left",
-                    va="bottom", weight="bold", gid=f"strip:{strip.index}")
+        canvas.text(
+            0,
+            geometry.header_y[strip.index],
+            strip.description,
+            _FONT_PT + 1,
+            ha="left",
+            va="bottom",
+            weight="bold",
+            gid=f"strip:{strip.index}",
+        )
         for x0, x1, hidden in geometry.gaps[strip.index]:
-            canvas.rect(x0 + 0.1, top, x1 - x0 - 0.2, 1.0, "white", "#888888", 0.8, dash="--",
-                        gid=f"gap:{strip.index}:{x0:g}")
-            canvas.text((x0 + x1) / 2, top + 0.5, f"… {hidden:,} cells\nnot shown …", 6.5,
-                        gid=f"gaptext:{strip.index}:{x0:g}")
+            canvas.rect(
+                x0 + 0.1, top, x1 - x0 - 0.2, 1.0, "white", "#888888", 0.8, dash="--", gid=f"gap:{strip.index}:{x0:g}"
+            )
+            canvas.text(
+                (x0 + x1) / 2, top + 0.5, f"… {hidden:,} cells\nnot shown …", 6.5, gid=f"gaptext:{strip.index}:{x0:g}"
+            )
             for name in strip.rows:
                 canvas.text((x0 + x1) / 2, geometry.row_y[name] + 0.5, "…", _FONT_PT + 2, color="#555555")
 
@@ -971,8 +1043,16 @@ def _render(canvas, picture: LayoutPicture, geometry: _Geometry) -> None:
         if cell.row == "storage":
             top = geometry.strip_y[cell.strip]
             canvas.rect(x0, top, wide, 1.0, _STORAGE_FILL, "#444444", gid=f"cell:{gid}")
-            canvas.text(middle, top - 0.12, f"{cell.index:,}", 6.5, va="bottom", color="#444444",
-                        rotation=90 if geometry.index_rotated[cell.strip] else 0, gid=f"index:{gid}")
+            canvas.text(
+                middle,
+                top - 0.12,
+                f"{cell.index:,}",
+                6.5,
+                va="bottom",
+                color="#444444",
+                rotation=90 if geometry.index_rotated[cell.strip] else 0,
+                gid=f"index:{gid}",
+            )
             if cell.text:
                 canvas.text(middle, top + 0.5, cell.text, _fit_points(cell.text, wide), gid=f"text:{gid}")
             continue
@@ -983,25 +1063,49 @@ def _render(canvas, picture: LayoutPicture, geometry: _Geometry) -> None:
         elif cell.state == "unknown":
             canvas.rect(x0 + 0.04, top, wide - 0.08, 1.0, _UNKNOWN_FILL, "#bbbbbb", dash="--", gid=f"cell:{gid}")
         else:
-            canvas.rect(x0 + 0.04, top, wide - 0.08, 1.0, fills[cell.row], "#222222", 2.0 if repeated else 1.0,
-                        hatch="///" if repeated else None, gid=f"cell:{gid}")
+            canvas.rect(
+                x0 + 0.04,
+                top,
+                wide - 0.08,
+                1.0,
+                fills[cell.row],
+                "#222222",
+                2.0 if repeated else 1.0,
+                hatch="///" if repeated else None,
+                gid=f"cell:{gid}",
+            )
         if not cell.text:
             continue
         colour = "#888888" if cell.state == "unknown" else "black"
         listed = ",".join(str(p) for p in cell.positions)
         if repeated and len(listed) <= 6 * wide:
             # A repeated cell says how often it is read, and by which elements when that fits.
-            canvas.text(middle, top + 0.32, cell.text, _fit_points(cell.text, wide), weight="bold", halo=True,
-                        gid=f"text:{gid}")
-            canvas.text(middle, top + 0.76, listed, _fit_points(listed, wide, 6.5), halo=True,
-                        gid=f"positions:{gid}")
+            canvas.text(
+                middle, top + 0.32, cell.text, _fit_points(cell.text, wide), weight="bold", halo=True, gid=f"text:{gid}"
+            )
+            canvas.text(middle, top + 0.76, listed, _fit_points(listed, wide, 6.5), halo=True, gid=f"positions:{gid}")
         else:
-            canvas.text(middle, top + 0.5, cell.text, _fit_points(cell.text, wide), color=colour,
-                        weight="bold" if repeated else "normal", halo=repeated, gid=f"text:{gid}")
+            canvas.text(
+                middle,
+                top + 0.5,
+                cell.text,
+                _fit_points(cell.text, wide),
+                color=colour,
+                weight="bold" if repeated else "normal",
+                halo=repeated,
+                gid=f"text:{gid}",
+            )
 
     for row in picture.rows:
-        canvas.text(0, geometry.row_y[row.name] - 0.12, row.label, _FONT_PT, ha="left", va="bottom",
-                    gid=f"label:{row.strip}:{row.name}")
+        canvas.text(
+            0,
+            geometry.row_y[row.name] - 0.12,
+            row.label,
+            _FONT_PT,
+            ha="left",
+            va="bottom",
+            gid=f"label:{row.strip}:{row.name}",
+        )
 
     for step in picture.steps:
         arrow = geometry.arrows[(step.row, step.dim)]
@@ -1018,11 +1122,19 @@ def _render(canvas, picture: LayoutPicture, geometry: _Geometry) -> None:
             if step.shown:
                 canvas.line(end, bottom, end, lane)
             canvas.arrow(start, lane, end, lane, dashed=not step.shown, gid=gid)
-        canvas.text(geometry.label_x[step.row], lane, label, 7, ha="left", halo=True,
-                    gid=f"steptext:{step.strip}:{step.row}:{step.dim}")
+        canvas.text(
+            geometry.label_x[step.row],
+            lane,
+            label,
+            7,
+            ha="left",
+            halo=True,
+            gid=f"steptext:{step.strip}:{step.row}:{step.dim}",
+        )
 
-    canvas.text(0, geometry.legend_y + 0.2, " · ".join(picture.notes), 7, ha="left", va="top", color="#444444",
-                gid="legend")
+    canvas.text(
+        0, geometry.legend_y + 0.2, " · ".join(picture.notes), 7, ha="left", va="top", color="#444444", gid="legend"
+    )
 
 
 def picture_svg(picture: LayoutPicture) -> str:

@@ -361,13 +361,13 @@ class _CpuBlock:
                     current -= live.pop(address)
             elif kind == "range":
                 if event[1].startswith(free_prefix):
-                    address, nbytes = self.namer.frees[int(event[1][len(free_prefix):])]
+                    address, nbytes = self.namer.frees[int(event[1][len(free_prefix) :])]
                     # A block from before the block held its address all along: no allocation here reused it.
                     if address not in ever_allocated:
                         current -= nbytes
             elif event[1].startswith(op_prefix):
                 allocated_outside_ops = False
-                timeline.append((self.namer.names[int(event[1][len(op_prefix):])], current))
+                timeline.append((self.namer.names[int(event[1][len(op_prefix) :])], current))
         if allocated_outside_ops:
             timeline.append((OUTSIDE_ANY_OP, current))
         return current, peak, timeline
@@ -387,8 +387,13 @@ _session = _ThreadSession()
 _thread_hook_lock = threading.Lock()
 _thread_hook_users = 0
 _previous_thread_hook = None
-_NOISE = (b"USDT:", b"STAGE:", b"Memory block of unknown size", b"ActivityProfilerController",
-          b"SyncActivityProfilerHandler")
+_NOISE = (
+    b"USDT:",
+    b"STAGE:",
+    b"Memory block of unknown size",
+    b"ActivityProfilerController",
+    b"SyncActivityProfilerHandler",
+)
 
 
 def _profiler_api():
@@ -452,8 +457,7 @@ def _restore_stderr() -> None:
     stderr_file = _session.stderr_file
     _session.saved_stderr = _session.stderr_file = None
     stderr_file.seek(0)
-    kept = [line for line in stderr_file.read().splitlines(keepends=True)
-            if not any(noise in line for noise in _NOISE)]
+    kept = [line for line in stderr_file.read().splitlines(keepends=True) if not any(noise in line for noise in _NOISE)]
     stderr_file.close()
     if kept:
         os.write(2, b"".join(kept))
@@ -521,16 +525,20 @@ def _unseen_threads(block: _CpuBlock) -> list[str]:
     if not names:
         return []
     several = len(names) > 1
-    return [f"{len(names)} thread{'s' if several else ''} started in the block ({', '.join(names)}): the profiler "
-            f"records only the thread that runs the block, so {'their' if several else 'its'} allocations are not "
-            "counted"]
+    return [
+        f"{len(names)} thread{'s' if several else ''} started in the block ({', '.join(names)}): the profiler "
+        f"records only the thread that runs the block, so {'their' if several else 'its'} allocations are not "
+        "counted"
+    ]
 
 
 def _unseen_profiler(block: _CpuBlock) -> list[str]:
     if not block.taken_over:
         return []
-    return ["a profiler was started inside the block and took over the allocator's events: the figures miss "
-            "what happened before it stopped (start torch.profiler outside the block instead)"]
+    return [
+        "a profiler was started inside the block and took over the allocator's events: the figures miss "
+        "what happened before it stopped (start torch.profiler outside the block instead)"
+    ]
 
 
 def _profiler_already_running() -> bool:

@@ -67,11 +67,22 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
         line_style, marker = _STYLES[index % len(_STYLES)]
         # start at 0, one point after each op, and a last one for what the block leaves (after frees)
         held = [0.0] + [b / MiB for _, b in report.timeline] + [report.allocated / MiB]
-        ax.step(range(len(held)), held, where="post", linestyle=line_style, marker=marker,
-                label=f"{label} (peak {report.peak / MiB:.2f} MiB)")
+        ax.step(
+            range(len(held)),
+            held,
+            where="post",
+            linestyle=line_style,
+            marker=marker,
+            label=f"{label} (peak {report.peak / MiB:.2f} MiB)",
+        )
         peak_step = max(range(len(held)), key=held.__getitem__)
-        ax.annotate(f"peak {report.peak / MiB:.2f} MiB", (peak_step, report.peak / MiB),
-                    textcoords="offset points", xytext=(4, 6), fontsize=8)
+        ax.annotate(
+            f"peak {report.peak / MiB:.2f} MiB",
+            (peak_step, report.peak / MiB),
+            textcoords="offset points",
+            xytext=(4, 6),
+            fontsize=8,
+        )
     names = reports[0].timeline
     if show_ops and len(reports) == 1 and 0 < len(names) <= 20:
         ax.set_xticks(range(1, len(names) + 2))

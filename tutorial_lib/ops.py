@@ -307,15 +307,26 @@ def _clusters(values: dict) -> list[list[str]]:
     """The names of the inputs grouped by memory: inputs whose memory blocks overlap, or that use one storage
     object (an empty storage covers no address to overlap), are in one group."""
     homes = {name: _home(value) for name, value in values.items()}
-    storage_ids = {name: value.untyped_storage()._cdata for name, value in values.items()
-                   if isinstance(value, torch.Tensor)}
+    storage_ids = {
+        name: value.untyped_storage()._cdata for name, value in values.items() if isinstance(value, torch.Tensor)
+    }
     groups: list[list[str]] = []
     for name in values:
         device, start, stop = homes[name]
-        joined = [group for group in groups if any(
-            homes[other][0] == device and (start < homes[other][2] and homes[other][1] < stop
-                                           or name in storage_ids and storage_ids.get(other) == storage_ids[name])
-            for other in group)]
+        joined = [
+            group
+            for group in groups
+            if any(
+                homes[other][0] == device
+                and (
+                    start < homes[other][2]
+                    and homes[other][1] < stop
+                    or name in storage_ids
+                    and storage_ids.get(other) == storage_ids[name]
+                )
+                for other in group
+            )
+        ]
         merged = [name] + [other for group in joined for other in group]
         groups = [group for group in groups if group not in joined] + [merged]
     return groups
@@ -336,9 +347,15 @@ class _FreshCopier:
         self.storages: dict[int, torch.UntypedStorage] = {}  # original storage's _cdata -> its copy
 
     def copy_all(self) -> dict:
-        strided = {n: v for n, v in self.values.items()
-                   if isinstance(v, np.ndarray) and not v.dtype.hasobject
-                   or isinstance(v, torch.Tensor) and v.layout == torch.strided and not v.is_quantized}
+        strided = {
+            n: v
+            for n, v in self.values.items()
+            if isinstance(v, np.ndarray)
+            and not v.dtype.hasobject
+            or isinstance(v, torch.Tensor)
+            and v.layout == torch.strided
+            and not v.is_quantized
+        }
         for names in _clusters(strided):
             self._copy_block([strided[n] for n in names])
         fresh = {}
@@ -360,8 +377,9 @@ class _FreshCopier:
             if isinstance(member, torch.Tensor):
                 storage = member.untyped_storage()
                 storages[storage._cdata] = storage
-        cover = next((st for st in storages.values()
-                      if st.data_ptr() == start and st.data_ptr() + st.nbytes() == stop), None)
+        cover = next(
+            (st for st in storages.values() if st.data_ptr() == start and st.data_ptr() + st.nbytes() == stop), None
+        )
         if cover is not None:
             # The usual case: one tensor storage holds everything; its clone is allocated by torch as it was.
             copied = cover.clone()
@@ -370,7 +388,7 @@ class _FreshCopier:
         else:
             block = torch.empty(stop - start, dtype=torch.uint8, device=torch.device(device))
             for member, home in zip(members, homes):
-                piece = block[home[1] - start:home[2] - start]
+                piece = block[home[1] - start : home[2] - start]
                 if isinstance(member, torch.Tensor):
                     piece.copy_(torch.empty(0, dtype=torch.uint8, device=piece.device).set_(member.untyped_storage()))
                 else:  # numpy: CPU memory
@@ -382,7 +400,8 @@ class _FreshCopier:
             if block.device.type == "cpu":
                 # a storage over part of the block (two torch.from_numpy views of one array): the same bytes
                 self.storages[key] = torch.from_numpy(
-                    block.numpy()[address - start:address - start + nbytes]).untyped_storage()
+                    block.numpy()[address - start : address - start + nbytes]
+                ).untyped_storage()
             else:  # no way to alias part of a device buffer as a storage of its own: a separate copy
                 self.storages[key] = storage.clone()
         for member in members:
@@ -395,8 +414,9 @@ class _FreshCopier:
         if isinstance(value, np.ndarray):
             start, block = done
             address = value.__array_interface__["data"][0]
-            copy_ = np.ndarray(value.shape, value.dtype, buffer=block.numpy(), offset=address - start,
-                               strides=value.strides)
+            copy_ = np.ndarray(
+                value.shape, value.dtype, buffer=block.numpy(), offset=address - start, strides=value.strides
+            )
             copy_.flags.writeable = value.flags.writeable
         elif value.is_inference():  # made under inference_mode: in-place updates outside it are refused
             with torch.inference_mode():
@@ -423,8 +443,7 @@ class _FreshCopier:
             if value.requires_grad and value.grad_fn is not None:
                 # a non-leaf: a clone of a throwaway leaf of the same shape, moved onto the copied storage
                 with torch.enable_grad():
-                    copy_ = torch.empty_strided(size, stride, dtype=dtype, device=device,
-                                                requires_grad=True).clone()
+                    copy_ = torch.empty_strided(size, stride, dtype=dtype, device=device, requires_grad=True).clone()
             else:
                 copy_ = torch.empty(0, dtype=dtype, device=device)
             with torch.no_grad():
@@ -455,8 +474,10 @@ def _check_input(name: str, value, fresh_inputs: bool) -> None:
             f"(e.g. {name}.unbind()) as separate tensors"
         )
     if value.device.type == "meta":
-        raise ValueError(f"{name} is a meta tensor: it has shape and strides but no memory, so nothing can be "
-                         "shared or copied; make it on a real device (e.g. 'cpu')")
+        raise ValueError(
+            f"{name} is a meta tensor: it has shape and strides but no memory, so nothing can be "
+            "shared or copied; make it on a real device (e.g. 'cpu')"
+        )
     if value.is_quantized and fresh_inputs:
         raise ValueError(
             f"{name} is a quantized tensor: view_or_copy cannot copy it with the same layout; pass "
@@ -657,8 +678,13 @@ def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     shares = any(shares_memory(o, s) for o in outputs + [s for s in storages_out if s is not None] for s in sources)
     aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
     source_keys = {_storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
-    kept = dict(held for o in outputs if not any(_same_buffer(o, s) for s in sources)
-                for held in [_held_bytes(o, source_keys)] if held is not None)
+    kept = dict(
+        held
+        for o in outputs
+        if not any(_same_buffer(o, s) for s in sources)
+        for held in [_held_bytes(o, source_keys)]
+        if held is not None
+    )
     # x.contiguous() on contiguous x, x.to(x.dtype): the very object, not even a new view of it.
     same = any(o is v for o in tensors_out for v in inputs.values())
     if wrote:

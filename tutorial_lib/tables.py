@@ -19,18 +19,25 @@ class OpTable:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        marks = {"view": "👁 view", "copy": "📄 copy", "in-place": "✎ in-place", "same tensor": "= same tensor",
-                 "not a tensor": "– not a tensor"}
+        marks = {
+            "view": "👁 view",
+            "copy": "📄 copy",
+            "in-place": "✎ in-place",
+            "same tensor": "= same tensor",
+            "not a tensor": "– not a tensor",
+        }
         head = "".join(f"<th>{html.escape(h)}</th>" for h in OpReport.HEADERS)
         rows = []
         for row, cells in zip(self.report, self.report.table_rows()):
             cells = list(cells)
             cells[1] = marks.get(row.verdict, row.verdict)
             rows.append(
-                "<tr>" + "".join(
+                "<tr>"
+                + "".join(
                     f"<td><code>{html.escape(c)}</code></td>" if i in (0, 4) else f"<td>{html.escape(c)}</td>"
                     for i, c in enumerate(cells)
-                ) + "</tr>"
+                )
+                + "</tr>"
             )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

@@ -143,5 +143,7 @@ def check(exercise_id: str, answer) -> Feedback:
         try:
             verdict = _CHECKERS[exercise_id](answer)
         except Exception as error:  # the learner's function raised: that is feedback, not a crash
-            verdict = wrong(f"your code raised {type(error).__name__}: {error}", "run it on its own in a cell to see where.")
+            verdict = wrong(
+                f"your code raised {type(error).__name__}: {error}", "run it on its own in a cell to see where."
+            )
     return Feedback(exercise_id, verdict.status, verdict.message, verdict.hint)

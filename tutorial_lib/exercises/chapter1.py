@@ -177,9 +177,16 @@ def check_element_address(fn):
                 "really is: offset + sum of index[d] * stride[d].",
             )
         if got in (truth * 4, truth * 8):
-            return wrong(f"{told}.", "count in elements, not in bytes: multiply by the itemsize only for a byte offset.")
-        return wrong(f"{told}.", "the formula is offset + index[0]*stride[0] + index[1]*stride[1] + ... (one term per dimension).")
-    return correct(f"your formula agrees with torch on all {len(cases)} cases, 0-dim, stride 0 and size-1 dimensions included.")
+            return wrong(
+                f"{told}.", "count in elements, not in bytes: multiply by the itemsize only for a byte offset."
+            )
+        return wrong(
+            f"{told}.",
+            "the formula is offset + index[0]*stride[0] + index[1]*stride[1] + ... (one term per dimension).",
+        )
+    return correct(
+        f"your formula agrees with torch on all {len(cases)} cases, 0-dim, stride 0 and size-1 dimensions included."
+    )
 
 
 # --- ch1.sliding_window -----------------------------------------------------------------------------------
@@ -192,7 +199,11 @@ def _window_cases() -> list[tuple[str, torch.Tensor, int]]:
         ("x = torch.arange(5), k = 1", torch.arange(5), 1),
         ("x = torch.arange(6.), k = 6", torch.arange(6.0), 6),
         ("x = torch.arange(20.)[3:15:2] (offset 3, stride 2), k = 4", base[3:15:2], 4),
-        ("x = torch.arange(24.).view(6, 4)[:, 1] (a column: offset 1, stride 4), k = 2", torch.arange(24.0).view(6, 4)[:, 1], 2),
+        (
+            "x = torch.arange(24.).view(6, 4)[:, 1] (a column: offset 1, stride 4), k = 2",
+            torch.arange(24.0).view(6, 4)[:, 1],
+            2,
+        ),
     ]
 
 
@@ -215,9 +226,14 @@ def check_sliding_window(fn):
         if result is None:
             return wrong(f"for {description} your function returned None.", "did you forget `return`?")
         if not isinstance(result, torch.Tensor):
-            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the view.")
+            return wrong(
+                f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the view."
+            )
         if x._version != version_before or not torch.equal(x, before):
-            return wrong(f"for {description} your function changed x.", "only read x: as_strided makes a view, it writes nothing.")
+            return wrong(
+                f"for {description} your function changed x.",
+                "only read x: as_strided makes a view, it writes nothing.",
+            )
         expected = x.unfold(0, k, 1)
         if tuple(result.shape) != tuple(expected.shape):
             return wrong(

@@ -48,9 +48,14 @@ def check_make_view(fn):
         expected = every_other_column_copy(x)
         result = fn(x)
         if not isinstance(result, torch.Tensor):
-            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the selected columns.")
+            return wrong(
+                f"for {description} your function returned {type(result).__name__}, not a tensor.",
+                "return the selected columns.",
+            )
         if not torch.equal(x, before):
-            return wrong(f"your function changed its input ({description}).", "only select columns; do not write into x.")
+            return wrong(
+                f"your function changed its input ({description}).", "only select columns; do not write into x."
+            )
         if result.shape != expected.shape or result.dtype != expected.dtype or not torch.equal(result, expected):
             return wrong(
                 f"for {description} the result has shape {tuple(result.shape)}; columns 0, 2, 4, ... of x have shape "
@@ -135,7 +140,7 @@ def check_predict_view_or_copy(answer):
     words = _normalise(answer)
     if words is None:
         return wrong(
-            f"the answer should be a list of {count} words, each \"view\", \"copy\" or \"same tensor\", in the order "
+            f'the answer should be a list of {count} words, each "view", "copy" or "same tensor", in the order '
             "of the expressions.",
             'e.g. answer = ["view", "copy", "same tensor", ...] with one entry per expression.',
         )
@@ -212,7 +217,10 @@ class _MemoryFromElsewhere(WatcherMode):
 @exercise("ch2.inplace_update")
 def check_inplace_update(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def accumulate(y, x): ...`.", "define the function, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def accumulate(y, x): ...`.",
+            "define the function, then pass its name.",
+        )
     for description, y, x in _update_cases():
         y_before, x_before = y.clone(), x.clone()
         expected = y_before + x_before
@@ -226,7 +234,10 @@ def check_inplace_update(fn):
                 "add x into y in the calling thread, with one in-place op (`y += x`, `y.add_(x)`).",
             )
         if not torch.equal(x, x_before):
-            return wrong(f"for {description} your function changed x.", "add x into y: y is the tensor to change, x only gets read.")
+            return wrong(
+                f"for {description} your function changed x.",
+                "add x into y: y is the tensor to change, x only gets read.",
+            )
         if torch.equal(y, y_before):
             return wrong(
                 f"for {description} the caller's y still holds its old values.",
@@ -239,7 +250,10 @@ def check_inplace_update(fn):
                 "change the numbers y already holds; do not give y new storage (set_, .data = ...).",
             )
         if not torch.equal(y, expected):
-            return wrong(f"for {description} y holds other values than y + x.", "add x to y once, elementwise (broadcasting as y + x would).")
+            return wrong(
+                f"for {description} y holds other values than y + x.",
+                "add x to y once, elementwise (broadcasting as y + x would).",
+            )
         if memory.peak:
             return wrong(
                 f"y has the right values, but for {description} your function allocated {memory.peak:,} bytes on the "

@@ -15,12 +15,15 @@ import numbers
 import torch
 from torch import nn
 
-from . import is_stub_function as _is_stub_function
 from . import correct, exercise, is_stub, not_attempted, wrong
+from . import is_stub_function as _is_stub_function
 
 
 def _not_a_function(example: str):
-    return wrong(f"the answer should be a function such as `{example}`.", "define the function, then pass its name (no parentheses).")
+    return wrong(
+        f"the answer should be a function such as `{example}`.",
+        "define the function, then pass its name (no parentheses).",
+    )
 
 
 # --- ch3.count_nodes --------------------------------------------------------------------------------------
@@ -54,14 +57,19 @@ def backward_node_names(t: torch.Tensor) -> list[str]:
 @exercise("ch3.count_nodes")
 def check_count_nodes(answer):
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):  # numpy integers count too
-        return wrong("the answer should be a whole number, e.g. answer = 3.", "count the backward nodes (names ending in Backward0).")
+        return wrong(
+            "the answer should be a whole number, e.g. answer = 3.",
+            "count the backward nodes (names ending in Backward0).",
+        )
     with torch.random.fork_rng(devices=[]):
         y = count_nodes_program()
     names = backward_node_names(y)
     truth, leaves = len(names), 2  # w and b: one AccumulateGrad each
     answer = int(answer)
     if answer == truth:
-        return correct(f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still one node.")
+        return correct(
+            f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still one node."
+        )
     if answer == truth + leaves:
         return wrong(
             f"{answer} is the number of backward nodes plus the two AccumulateGrad nodes of the leaves w and b.",
@@ -134,13 +142,25 @@ def check_chain_rule(fn):
         "log path": lambda x1, x2: math.sin(x2) / x2,
         "dz/dx1": lambda x1, x2: math.sin(x2) / x1,
     }
-    matches = {name for name, f in candidates.items() if all(_close(got, f(x1, x2)) for got, (x1, x2) in zip(results, CHAIN_RULE_POINTS))}
+    matches = {
+        name
+        for name, f in candidates.items()
+        if all(_close(got, f(x1, x2)) for got, (x1, x2) in zip(results, CHAIN_RULE_POINTS))
+    }
     x1, x2 = CHAIN_RULE_POINTS[0]
-    message = f"at x1={x1}, x2={x2} your function gives {results[0]:.6f}; autograd gives {autograd_partials(x1, x2)[1]:.6f}."
+    message = (
+        f"at x1={x1}, x2={x2} your function gives {results[0]:.6f}; autograd gives {autograd_partials(x1, x2)[1]:.6f}."
+    )
     if "sin path" in matches:
-        return wrong(message + " You kept only the path through sin(x2).", "x2 also reaches z through a = x1 * x2 and log(a): add that path's product of local derivatives.")
+        return wrong(
+            message + " You kept only the path through sin(x2).",
+            "x2 also reaches z through a = x1 * x2 and log(a): add that path's product of local derivatives.",
+        )
     if "log path" in matches:
-        return wrong(message + " You kept only the path through log(x1 * x2).", "x2 also reaches z through sin(x2): add log(x1 * x2) * cos(x2).")
+        return wrong(
+            message + " You kept only the path through log(x1 * x2).",
+            "x2 also reaches z through sin(x2): add log(x1 * x2) * cos(x2).",
+        )
     if "dz/dx1" in matches:
         return wrong(message + " That is dz/dx1.", "differentiate with respect to x2: it appears in two places.")
     return wrong(
@@ -168,7 +188,9 @@ class _BlocksAndHeads(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU())])
+        self.blocks = nn.ModuleList(
+            [nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU())]
+        )
         self.head = nn.ModuleDict({"hidden": nn.Linear(8, 8), "out": nn.Linear(8, 3)})
 
     def forward(self, x):
@@ -194,17 +216,31 @@ def _freeze_models():
     all_frozen = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
     all_frozen.requires_grad_(False)
     return [
-        ("a Sequential of three Linear layers", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))),
-        ("a Sequential that ends in a ReLU", nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3), nn.ReLU())),
+        (
+            "a Sequential of three Linear layers",
+            nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)),
+        ),
+        (
+            "a Sequential that ends in a ReLU",
+            nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3), nn.ReLU()),
+        ),
         ("a module with .backbone and .head", _BackboneAndHead()),
-        ("a model whose last Linear has no bias", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2, bias=False))),
+        (
+            "a model whose last Linear has no bias",
+            nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2, bias=False)),
+        ),
         ("a model that arrives with every parameter frozen", all_frozen),
         (
             "a Sequential of Sequentials (the last one holds two Linear layers)",
-            nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))),
+            nn.Sequential(
+                nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+            ),
         ),
         ("a model of a ModuleList of blocks and a ModuleDict head {'hidden', 'out'}", _BlocksAndHeads()),
-        ("a model whose last layer is a LayerNorm, not a Linear", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.LayerNorm(3))),
+        (
+            "a model whose last layer is a LayerNorm, not a Linear",
+            nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.LayerNorm(3)),
+        ),
         (
             "a model whose last layer is a custom module (its one parameter is called gain, and it has a Tanh child)",
             nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), _ScaledTanh(3)),
@@ -243,10 +279,16 @@ def check_freeze(fn):
         try:
             returned = list(returned)
         except TypeError:
-            return wrong(f"for {description} your function returned {type(returned).__name__}.", "return a list of the parameters that stay trainable.")
+            return wrong(
+                f"for {description} your function returned {type(returned).__name__}.",
+                "return a list of the parameters that stay trainable.",
+            )
         for name, value in model.state_dict().items():
             if name not in before or not torch.equal(value, before[name]):
-                return wrong(f"for {description} the model's values changed ({name}).", "only flip requires_grad; do not replace or re-create layers.")
+                return wrong(
+                    f"for {description} the model's values changed ({name}).",
+                    "only flip requires_grad; do not replace or re-create layers.",
+                )
         trainable = {names[id(p)] for p in model.parameters() if p.requires_grad}
         expected = {names[i] for i in last_ids}
         if trainable != expected:
@@ -296,7 +338,10 @@ def check_freeze(fn):
         model(inputs).sum().backward()
         with_grad = {names[id(p)] for p in model.parameters() if p.grad is not None}
         if with_grad != expected:  # cannot happen when the flags are right; kept as a check against torch
-            return wrong(f"for {description} backward() gave .grad to {sorted(with_grad)}.", "only the last layer should receive gradients.")
+            return wrong(
+                f"for {description} backward() gave .grad to {sorted(with_grad)}.",
+                "only the last layer should receive gradients.",
+            )
     return correct(
         f"on all {len(models)} models only the last layer with parameters kept requires_grad=True, only it got "
         ".grad after backward(), and the values were untouched."
@@ -501,7 +546,10 @@ def check_average_loss(fn):
             )
         if isinstance(result, bool) or not isinstance(result, (float, int)):
             kind = "a tensor" if isinstance(result, torch.Tensor) else type(result).__name__
-            return wrong(f"your function returned {kind}, not a Python float.", "return a float: call .item() on a one-element tensor.")
+            return wrong(
+                f"your function returned {kind}, not a Python float.",
+                "return a float: call .item() on a one-element tensor.",
+            )
         if gradients_computed or any(p.grad is not None for p in model.parameters()):
             return wrong(
                 f"your function computed gradients for the model's parameters ({len(gradients_computed)} of them"
@@ -515,7 +563,10 @@ def check_average_loss(fn):
         if not math.isclose(float(result), expected, rel_tol=1e-5, abs_tol=1e-7):
             total = expected * batch_count
             if math.isclose(float(result), total, rel_tol=1e-5):
-                return wrong(f"with {batch_count} batches you returned {result:.6f}, the sum of the losses.", "divide by the number of batches.")
+                return wrong(
+                    f"with {batch_count} batches you returned {result:.6f}, the sum of the losses.",
+                    "divide by the number of batches.",
+                )
             return wrong(
                 f"with {batch_count} batches you returned {float(result):.6f}; the mean loss is {expected:.6f}.",
                 "for each (inputs, targets) in batches: nn.functional.mse_loss(model(inputs), targets); average those numbers.",

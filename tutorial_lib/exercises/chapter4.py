@@ -13,8 +13,8 @@ import re
 import torch
 
 from ..storage import shares_memory
-from . import is_stub_function as _is_stub_function
 from . import call_keeping_grad_mode, correct, exercise, not_attempted, wrong
+from . import is_stub_function as _is_stub_function
 
 
 def _as_values(answer, length: int):
@@ -74,7 +74,10 @@ def _copy_inputs():
 @exercise("ch4.independent_copy")
 def check_independent_copy(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def independent_copy(x): ...`.", "define the function, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def independent_copy(x): ...`.",
+            "define the function, then pass its name.",
+        )
     if _is_stub_function(fn):
         return not_attempted()
     grad_mode_before = torch.is_grad_enabled()
@@ -95,7 +98,9 @@ def check_independent_copy(fn):
                 "x.detach() makes a new tensor and leaves x alone.",
             )
         if not isinstance(result, torch.Tensor):
-            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the copy.")
+            return wrong(
+                f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the copy."
+            )
         if not torch.equal(x.detach(), before) or x._version != version_before:
             return wrong(
                 f"your function wrote into its input ({description}): x._version went from {version_before} to {x._version}.",
@@ -150,11 +155,16 @@ def predict_grad_program() -> torch.Tensor:
 def check_predict_grad(answer):
     values = _as_values(answer, 3)
     if values is None:
-        return wrong("the answer should be three numbers, e.g. [1.0, 2.0, 3.0] (the values of x.grad).", "x has three elements, so x.grad has three.")
+        return wrong(
+            "the answer should be three numbers, e.g. [1.0, 2.0, 3.0] (the values of x.grad).",
+            "x has three elements, so x.grad has three.",
+        )
     truth = predict_grad_program().double()
     x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
     if torch.allclose(values, truth, rtol=0, atol=1e-6):
-        return correct(f"x.grad is {truth.tolist()}: 2x through the clone, plus z (= x) through x * z, and nothing through z * z.")
+        return correct(
+            f"x.grad is {truth.tolist()}: 2x through the clone, plus z (= x) through x * z, and nothing through z * z."
+        )
     if torch.allclose(values, 6 * x):
         return wrong(
             "you let gradient flow through z as well.",
@@ -171,7 +181,10 @@ def check_predict_grad(answer):
             "y = x.clone() is recorded (CloneBackward0): gradient reaching y goes on to x unchanged, so y * y gives 2x.",
         )
     if torch.allclose(values, 2 * x):
-        return wrong("you found one path but not both.", "add the gradients of every term: y * y through the clone and x * z through x.")
+        return wrong(
+            "you found one path but not both.",
+            "add the gradients of every term: y * y through the clone and x * z through x.",
+        )
     return wrong(
         "that is not what backward() computes.",
         "add up each term's gradient: clone() passes gradient on unchanged, detach() passes none.",
@@ -184,7 +197,10 @@ def check_predict_grad(answer):
 @exercise("ch4.safe_update")
 def check_safe_update(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def sgd_step(w, lr): ...`.", "define the function, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def sgd_step(w, lr): ...`.",
+            "define the function, then pass its name.",
+        )
     if _is_stub_function(fn):
         return not_attempted()
     lr = 0.1
@@ -225,7 +241,9 @@ def check_safe_update(fn):
             "`w = w - lr * w.grad` only rebinds the local name; change w's own memory (w -= ..., w.sub_(...)).",
         )
     if w.data_ptr() != old_pointer:
-        return wrong("w now points to other memory.", "update the numbers in place; do not assign a new tensor to w.data.")
+        return wrong(
+            "w now points to other memory.", "update the numbers in place; do not assign a new tensor to w.data."
+        )
     if not torch.allclose(w.detach(), old_values - lr * gradient):
         return wrong(
             f"w holds {w.detach().tolist()}, but w - lr * w.grad is {(old_values - lr * gradient).tolist()}.",
@@ -284,7 +302,10 @@ def check_predict_versions(answer):
         answer = tuple(answer.get(name) for name in names)
     answer = _whole_numbers(answer, 5)
     if answer is None:
-        return wrong("the answer should be five whole numbers: the versions of (t, v, d, p, c).", "e.g. answer = (0, 0, 0, 0, 0).")
+        return wrong(
+            "the answer should be five whole numbers: the versions of (t, v, d, p, c).",
+            "e.g. answer = (0, 0, 0, 0, 0).",
+        )
     if answer == truth:
         return correct(
             f"(t, v, d, p, c) are at versions {truth}: t, its view v and t.detach() count every in-place op "
@@ -297,7 +318,10 @@ def check_predict_versions(answer):
             "t.data shares t's memory but gets a fresh version counter of its own: p.sub_(1) bumps p only, not t.",
         )
     if c != truth[4]:
-        return wrong("look again at c = t.clone().", "a clone has new memory and a new counter starting at 0; one in-place op on it.")
+        return wrong(
+            "look again at c = t.clone().",
+            "a clone has new memory and a new counter starting at 0; one in-place op on it.",
+        )
     if len({t, v, d}) != 1:
         return wrong(
             "t, v and d should agree.",
@@ -325,7 +349,10 @@ def _leaf_inputs():
 @exercise("ch4.new_leaf")
 def check_new_leaf(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def fresh_leaf(x): ...`.", "define the function, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def fresh_leaf(x): ...`.",
+            "define the function, then pass its name.",
+        )
     if _is_stub_function(fn):
         return not_attempted()
     grad_mode_before = torch.is_grad_enabled()
@@ -338,7 +365,10 @@ def check_new_leaf(fn):
                 "you do not need to switch recording off: x.detach() already leaves the graph.",
             )
         if not isinstance(result, torch.Tensor):
-            return wrong(f"for {description} your function returned {type(result).__name__}, not a tensor.", "return the new leaf.")
+            return wrong(
+                f"for {description} your function returned {type(result).__name__}, not a tensor.",
+                "return the new leaf.",
+            )
         if _graph_flags(x) != flags_before or x._version != version_before or not torch.equal(x.detach(), before):
             return wrong(
                 f"your function changed x itself ({description}).",
@@ -356,7 +386,10 @@ def check_new_leaf(fn):
                 "requires_grad_() only switches a flag, it never removes a grad_fn. Call detach() before you switch gradients on.",
             )
         if not result.requires_grad:
-            return wrong(f"for {description} the result does not require grad: backward() would give it no gradient.", "switch gradients on with requires_grad_().")
+            return wrong(
+                f"for {description} the result does not require grad: backward() would give it no gradient.",
+                "switch gradients on with requires_grad_().",
+            )
         if shares_memory(result, x):
             return wrong(
                 f"for {description} the result shares memory with x: the optimizer's updates of the new leaf would change x.",
@@ -371,11 +404,20 @@ def check_new_leaf(fn):
         x_grad_before = x.grad.clone() if x.is_leaf and x.grad is not None else None  # a non-leaf's .grad warns
         (result.double() * 3).sum().backward()
         if result.grad is None or not torch.equal(result.grad, torch.full_like(result, 3.0)):
-            return wrong(f"for {description} backward() did not fill the result's .grad.", "return a leaf that requires grad.")
+            return wrong(
+                f"for {description} backward() did not fill the result's .grad.", "return a leaf that requires grad."
+            )
         x_grad_after = x.grad if x.is_leaf else None
-        if (x_grad_before is None) != (x_grad_after is None) or (x_grad_before is not None and not torch.equal(x_grad_before, x_grad_after)):
-            return wrong(f"for {description} a backward() through the result changed x.grad.", "the new leaf must not be connected to x.")
-    return correct("a leaf that requires grad, with x's values, its own memory and its own .grad, for every input tried.")
+        if (x_grad_before is None) != (x_grad_after is None) or (
+            x_grad_before is not None and not torch.equal(x_grad_before, x_grad_after)
+        ):
+            return wrong(
+                f"for {description} a backward() through the result changed x.grad.",
+                "the new leaf must not be connected to x.",
+            )
+    return correct(
+        "a leaf that requires grad, with x's values, its own memory and its own .grad, for every input tried."
+    )
 
 
 # --- ch4.predict_modes ----------------------------------------------------------------------------------
@@ -428,7 +470,7 @@ def _version_or_error(item):
 @exercise("ch4.predict_modes")
 def check_predict_modes(answer):
     truth = predict_modes_program()
-    form = "three entries: (a._version, x._version, b._version), each a whole number or the string \"error\"."
+    form = 'three entries: (a._version, x._version, b._version), each a whole number or the string "error".'
     if not isinstance(answer, (tuple, list)) or len(answer) != 3:
         return wrong(f"the answer should be {form}", 'e.g. answer = (0, 0, "error").')
     predicted = tuple(_version_or_error(item) for item in answer)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import inspect
 import linecache
 import operator
-import traceback
 import re
+import traceback
 
 import torch
 
 from ..graph import autograd_graph, inplace_hazards
-from . import is_stub_function as _is_stub_function
 from . import correct, exercise, not_attempted, wrong
+from . import is_stub_function as _is_stub_function
 
 INPLACE_ERROR = "modified by an inplace operation"
 
@@ -123,7 +123,9 @@ def check_predict_error(answer):
     count = len(letters)
     if isinstance(answer, dict):
         if set(answer) != set(letters):
-            return wrong(f"a dict answer needs exactly the keys {letters}.", "or give a list of 8 booleans in order A to H.")
+            return wrong(
+                f"a dict answer needs exactly the keys {letters}.", "or give a list of 8 booleans in order A to H."
+            )
         answer = [answer[letter] for letter in letters]
     if not isinstance(answer, (list, tuple)) or len(answer) != count:
         return wrong(
@@ -165,7 +167,10 @@ def _residual_case(seed: int, shape: tuple[int, int]):
 @exercise("ch5.fix_residual")
 def check_fix_residual(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def fixed_block(x, linear): ...`.", "define it, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def fixed_block(x, linear): ...`.",
+            "define it, then pass its name.",
+        )
     if _is_stub_function(fn):
         return not_attempted()
     for seed, shape in ((0, (3, 4)), (1, (5, 6))):
@@ -197,7 +202,11 @@ def check_fix_residual(fn):
                 "Make the sum a new tensor: x = x + linear(x).",
             )
         (expected * upstream).sum().backward()
-        for name, got, want in (("x", x.grad, x_ref.grad), ("linear.weight", linear.weight.grad, weight.grad), ("linear.bias", linear.bias.grad, bias.grad)):
+        for name, got, want in (
+            ("x", x.grad, x_ref.grad),
+            ("linear.weight", linear.weight.grad, weight.grad),
+            ("linear.bias", linear.bias.grad, bias.grad),
+        ):
             if got is None or not torch.allclose(got, want, atol=1e-5):
                 return wrong(
                     f"backward() ran, but the gradient of {name} is {'missing' if got is None else 'wrong'}.",
@@ -244,7 +253,10 @@ _CULPRIT_HINTS = {
 @exercise("ch5.find_culprit")
 def check_find_culprit(answer):
     if not isinstance(answer, str) or not answer.strip():
-        return wrong("the answer should be the name of a backward node as a string, e.g. 'ExpBackward0'.", "use the names grad_fn shows.")
+        return wrong(
+            "the answer should be the name of a backward node as a string, e.g. 'ExpBackward0'.",
+            "use the names grad_fn shows.",
+        )
     culprits = culprit_nodes()
     if _short(answer) in {_short(node) for node in culprits}:
         return correct(
@@ -254,7 +266,9 @@ def check_find_culprit(answer):
     nodes = {_short(node.name) for node in autograd_graph(run_program(CULPRIT_PROGRAM)["loss"]).nodes}
     hint = _CULPRIT_HINTS.get(_short(answer))
     if hint is None and _short(answer) not in nodes:
-        hint = "that node is not in this graph; list the nodes with tl.autograd_graph(loss) and look at what each saved."
+        hint = (
+            "that node is not in this graph; list the nodes with tl.autograd_graph(loss) and look at what each saved."
+        )
     elif hint is None:
         hint = "that node's saved tensors are all at their saved versions; look for the one that saved z."
     return wrong(f"{answer.strip()} is not the node with the stale saved tensor.", hint)
@@ -283,22 +297,31 @@ def _hint_for(error: Exception) -> str:
     if "incorrect number of gradients" in message and "got 1)" in message:
         return "return the gradients as a tuple, (grad_inputs, grad_weight, grad_bias): a list counts as one value."
     if "incorrect number of gradients" in message:
-        return ("backward must return one value per input of forward, in order: (grad_inputs, grad_weight, "
-                "grad_bias). None is fine for an input that needs no gradient, and extra trailing Nones are ignored.")
+        return (
+            "backward must return one value per input of forward, in order: (grad_inputs, grad_weight, "
+            "grad_bias). None is fine for an input that needs no gradient, and extra trailing Nones are ignored."
+        )
     if "forward input was not a Variable" in message:
         return "when bias is None (or not given) its gradient must be None: compute grad_bias only if bias is not None."
     if "invalid gradient" in message:
-        return "each gradient must have its input's shape: weight is (out, in), so grad_weight = grad_output.t() @ inputs."
+        return (
+            "each gradient must have its input's shape: weight is (out, in), so grad_weight = grad_output.t() @ inputs."
+        )
     if isinstance(error, IndexError):
-        return ("ctx.needs_input_grad has one entry per input forward received: with two inputs there is no "
-                "needs_input_grad[2]. Test `bias is not None` before reading it.")
+        return (
+            "ctx.needs_input_grad has one entry per input forward received: with two inputs there is no "
+            "needs_input_grad[2]. Test `bias is not None` before reading it."
+        )
     return "run each call on its own in a cell to see where it fails."
 
 
 @exercise("ch5.custom_linear")
 def check_custom_linear(cls):
     if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
-        return wrong("the answer should be your class, a subclass of torch.autograd.Function.", "pass the class itself: MyLinear.")
+        return wrong(
+            "the answer should be your class, a subclass of torch.autograd.Function.",
+            "pass the class itself: MyLinear.",
+        )
     forward, backward = inspect.getattr_static(cls, "forward"), inspect.getattr_static(cls, "backward")
     raw = [getattr(method, "__func__", method) for method in (forward, backward)]
     if all(_is_stub_function(function) for function in raw):
@@ -310,23 +333,35 @@ def check_custom_linear(cls):
         )
     for label, arguments in _linear_cases():
         bias = arguments[2] if len(arguments) > 2 else None
-        expected = torch.nn.functional.linear(*(a.detach() if a is not None else None for a in arguments[:2]),
-                                              None if bias is None else bias.detach())
+        expected = torch.nn.functional.linear(
+            *(a.detach() if a is not None else None for a in arguments[:2]), None if bias is None else bias.detach()
+        )
         try:
             out = cls.apply(*arguments)
-            if not isinstance(out, torch.Tensor) or out.shape != expected.shape or not torch.allclose(out.detach(), expected):
-                return wrong(f"{label} does not compute inputs @ weight.t() + bias.", "forward should return inputs @ weight.t(), plus bias when it is given.")
+            if (
+                not isinstance(out, torch.Tensor)
+                or out.shape != expected.shape
+                or not torch.allclose(out.detach(), expected)
+            ):
+                return wrong(
+                    f"{label} does not compute inputs @ weight.t() + bias.",
+                    "forward should return inputs @ weight.t(), plus bias when it is given.",
+                )
             passed = torch.autograd.gradcheck(cls.apply, arguments, raise_exception=False)
         except Exception as error:  # noqa: BLE001 - the learner's code raised: turn it into a hint
-            return wrong(f"{label}: backward raised {type(error).__name__}: {str(error).split(' Hint:')[0]}", _hint_for(error))
+            return wrong(
+                f"{label}: backward raised {type(error).__name__}: {str(error).split(' Hint:')[0]}", _hint_for(error)
+            )
         if not passed:
             return wrong(
                 f"{label}: gradcheck found a gradient that differs from finite differences.",
                 "grad_inputs = grad_output @ weight, grad_weight = grad_output.t() @ inputs, grad_bias = grad_output.sum(0); "
                 "return None only for inputs that need no gradient.",
             )
-    return correct("forward matches nn.functional.linear, and backward passes gradcheck with and without a bias, "
-                   "with frozen inputs or weight: one gradient per input, None where there is none.")
+    return correct(
+        "forward matches nn.functional.linear, and backward passes gradcheck with and without a bias, "
+        "with frozen inputs or weight: one gradient per input, None where there is none."
+    )
 
 
 # --- ch5.find_changing_line ----------------------------------------------------------------------------
@@ -420,14 +455,21 @@ def check_find_changing_line(answer):
         )
     wrong_line = next(n for n in numbers if n not in changed) if any(n not in changed for n in numbers) else None
     if wrong_line is None:
-        return wrong("every line you named changed the saved tensor, but one is missing.", "list every 'changed at' line.")
+        return wrong(
+            "every line you named changed the saved tensor, but one is missing.", "list every 'changed at' line."
+        )
     if not 1 <= wrong_line <= len(lines):
-        return wrong(f"the program has lines 1 to {len(lines)}; {wrong_line} is not one of them.", "count from 1 at torch.manual_seed(0).")
+        return wrong(
+            f"the program has lines 1 to {len(lines)}; {wrong_line} is not one of them.",
+            "count from 1 at torch.manual_seed(0).",
+        )
     text = lines[wrong_line - 1].strip()
     offset = wrong_line - changed[0] if len(changed) == 1 and wrong_line > changed[0] else None
     if offset in (1, 2) and wrong_line != truth["raised_at"]:
-        hint = (f"count from 1 at torch.manual_seed(0): the watcher numbers the lines of the cell, so inside a `with` "
-                f"block or below other lines its numbers are {offset} higher than the program's.")
+        hint = (
+            f"count from 1 at torch.manual_seed(0): the watcher numbers the lines of the cell, so inside a `with` "
+            f"block or below other lines its numbers are {offset} higher than the program's."
+        )
     elif wrong_line == truth["raised_at"]:
         hint = "that is where torch raised: backward found the stale tensor there, but it was changed earlier."
     elif wrong_line in saved:

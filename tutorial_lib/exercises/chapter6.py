@@ -21,8 +21,8 @@ from torch import nn
 
 from ..memory import format_bytes, measure_memory
 from ..storage import shares_memory
-from . import is_stub_function as _is_stub_function
 from . import correct, exercise, not_attempted, wrong
+from . import is_stub_function as _is_stub_function
 
 
 def _as_whole_number(answer) -> int | None:
@@ -184,10 +184,14 @@ def check_adam_state_bytes(fn):
         _compute_grads(model, inputs)  # the moment just before optimizer.step()
         answer = fn(model)
         if answer is None:
-            return wrong(f"for {description} your function returned None.", "end it with `return` and the number of bytes.")
+            return wrong(
+                f"for {description} your function returned None.", "end it with `return` and the number of bytes."
+            )
         predicted = _as_whole_number(answer)
         if predicted is None:
-            return wrong(f"for {description} your function returned {answer!r}, not a whole number of bytes.", "return an int.")
+            return wrong(
+                f"for {description} your function returned {answer!r}, not a whole number of bytes.", "return an int."
+            )
         truth = measured_adam_state_bytes(model)
         if predicted == truth:
             continue
@@ -199,13 +203,24 @@ def check_adam_state_bytes(fn):
             return sum(2 * p.numel() * (bytes_per_value or p.element_size()) for p in params)
 
         moments, steps = moments_of(with_grad), 4 * len(with_grad)
-        message = f"for {description} you said {format_bytes(predicted)}; optimizer.step() allocated {format_bytes(truth)}."
+        message = (
+            f"for {description} you said {format_bytes(predicted)}; optimizer.step() allocated {format_bytes(truth)}."
+        )
         if predicted == moments:
-            return wrong(message, "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 tensor, per parameter.")
+            return wrong(
+                message,
+                "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 tensor, per parameter.",
+            )
         if predicted in (moments // 2, moments // 2 + steps):
-            return wrong(message, "Adam keeps two tensors per parameter (exp_avg and exp_avg_sq), each the size of the parameter.")
+            return wrong(
+                message,
+                "Adam keeps two tensors per parameter (exp_avg and exp_avg_sq), each the size of the parameter.",
+            )
         if predicted in (moments_of(with_grad, 4) + steps, moments_of(with_grad, 4)):
-            return wrong(message, "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per element in bfloat16), only the step counter is float32.")
+            return wrong(
+                message,
+                "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per element in bfloat16), only the step counter is float32.",
+            )
         if {id(p) for p in requiring_grad} != {id(p) for p in with_grad} and predicted in (
             moments_of(requiring_grad) + 4 * len(requiring_grad),
             moments_of(requiring_grad),
@@ -225,7 +240,9 @@ def check_adam_state_bytes(fn):
                 "a gradient full of zeros is still a gradient: its .grad is not None, so Adam gives the parameter state.",
             )
         if predicted in (moments_of(all_params) + 4 * len(all_params), moments_of(all_params)):
-            return wrong(message, "a frozen parameter (requires_grad=False) gets no gradient, and Adam keeps no state for it.")
+            return wrong(
+                message, "a frozen parameter (requires_grad=False) gets no gradient, and Adam keeps no state for it."
+            )
         per_module = sum(
             2 * p.numel() * p.element_size() + 4
             for module in model.modules()
@@ -314,14 +331,19 @@ def check_reduce_peak(fn):
                 "the caller's x must stay as it was: write in place only into tensors your function created.",
             )
         if not isinstance(result, torch.Tensor):
-            return wrong(f"for a {shape} input your function returned {type(result).__name__}, not a tensor.", "return the standardized tensor.")
+            return wrong(
+                f"for a {shape} input your function returned {type(result).__name__}, not a tensor.",
+                "return the standardized tensor.",
+            )
         if result.shape != expected.shape or result.dtype != expected.dtype:
             return wrong(
                 f"for a {shape} {x.dtype} input the result has shape {tuple(result.shape)} and dtype {result.dtype}.",
                 "keep the input's shape and dtype.",
             )
         if shares_memory(result, x):
-            return wrong("the result shares memory with the input.", "return a new tensor; the input must stay as it was.")
+            return wrong(
+                "the result shares memory with the input.", "return a new tensor; the input must stay as it was."
+            )
         if not torch.allclose(result, expected, rtol=1e-4, atol=1e-5):
             worst = (result - expected).abs().max().item()
             return wrong(

@@ -13,8 +13,8 @@ import io
 import torch
 from torch import nn
 
-from . import is_stub_function as _is_stub_function
 from . import correct, exercise, not_attempted, wrong
+from . import is_stub_function as _is_stub_function
 
 
 def saved_size(obj) -> int:
@@ -52,7 +52,10 @@ def _save_small_cases():
 @exercise("ch7.save_small")
 def check_save_small(fn):
     if not callable(fn):
-        return wrong("the answer should be a function such as `def what_to_save(piece): ...`.", "define the function, then pass its name.")
+        return wrong(
+            "the answer should be a function such as `def what_to_save(piece): ...`.",
+            "define the function, then pass its name.",
+        )
     if _is_stub_function(fn):
         return not_attempted()
     for description, piece in _save_small_cases():
@@ -64,7 +67,9 @@ def check_save_small(fn):
                 "return a tensor that holds the slice's values.",
             )
         if piece._version != version_before or not torch.equal(piece, before):
-            return wrong(f"your function changed its input ({description}).", "make a new tensor; do not write into the slice.")
+            return wrong(
+                f"your function changed its input ({description}).", "make a new tensor; do not write into the slice."
+            )
         if result.dtype != piece.dtype or result.shape != piece.shape:
             return wrong(
                 f"for {description} you return shape {tuple(result.shape)} and dtype {result.dtype}; "
@@ -73,7 +78,10 @@ def check_save_small(fn):
             )
         loaded = _load(result)
         if not torch.equal(loaded, before):
-            return wrong(f"for {description} the values loaded back differ from the slice's.", "save the same numbers the slice holds.")
+            return wrong(
+                f"for {description} the values loaded back differ from the slice's.",
+                "save the same numbers the slice holds.",
+            )
         written = saved_size(result)
         needed = saved_size(before.clone())
         whole = piece.untyped_storage().nbytes()
@@ -110,7 +118,9 @@ def check_module_to(cls):
             "pass the class itself: tl.check('ch7.module_to', FixedNormalizer).",
         )
     if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        return wrong("the answer should be your nn.Module subclass, FixedNormalizer.", "define the class, then pass its name.")
+        return wrong(
+            "the answer should be your nn.Module subclass, FixedNormalizer.", "define the class, then pass its name."
+        )
     mean = torch.tensor([1.0, 2.0, 3.0])
     std = torch.tensor([2.0, 4.0, 8.0])
     module = cls(mean.clone(), std.clone())
@@ -139,7 +149,9 @@ def check_module_to(cls):
             )
     returned = module.to(torch.float64)
     if returned is not module:
-        return wrong("module.to(...) did not return the module itself.", "do not override .to(); register the tensors instead.")
+        return wrong(
+            "module.to(...) did not return the module itself.", "do not override .to(); register the tensors instead."
+        )
     buffers = dict(module.named_buffers())
     for name in ("mean", "std"):
         value = getattr(module, name)
@@ -158,7 +170,9 @@ def check_module_to(cls):
     output = module(x)
     expected = (x - mean.double()) / std.double()
     if not isinstance(output, torch.Tensor) or output.dtype != torch.float64 or not torch.allclose(output, expected):
-        return wrong("the converted module does not compute (x - mean) / std in float64.", "keep forward() as it was given.")
+        return wrong(
+            "the converted module does not compute (x - mean) / std in float64.", "keep forward() as it was given."
+        )
     saved = set(module.state_dict())
     missing = [name for name in ("mean", "std") if name not in saved]
     if missing:
@@ -239,8 +253,19 @@ def check_predict_same_object(answer):
 #: learner's function builds and loads the model, means values were written that the file already holds: a random
 #: initialisation (``uniform_``, ``normal_``, ...) or ``load_state_dict`` copying into existing parameters (``copy_``).
 _WRITING_OPS = frozenset(
-    {"uniform_", "normal_", "copy_", "fill_", "zero_", "random_", "bernoulli_", "exponential_", "geometric_",
-     "log_normal_", "cauchy_"}
+    {
+        "uniform_",
+        "normal_",
+        "copy_",
+        "fill_",
+        "zero_",
+        "random_",
+        "bernoulli_",
+        "exponential_",
+        "geometric_",
+        "log_normal_",
+        "cauchy_",
+    }
 )
 
 
@@ -382,7 +407,9 @@ def check_load_without_copy(fn):
                 "the model's weight is in ordinary memory, not in the file: torch.load read the whole file into RAM.",
                 "load with torch.load(path, mmap=True), so that the storages are mapped from the file.",
             )
-        note = "" if mapped is not None else " (this system has no /proc/self/maps, so the mapping itself was not checked)"
+        note = (
+            "" if mapped is not None else " (this system has no /proc/self/maps, so the mapping itself was not checked)"
+        )
     return correct(
         "built without memory or random numbers, loaded without a copy: the model's parameters are the file's mapped "
         f"bytes{note}."
