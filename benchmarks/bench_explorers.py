@@ -129,7 +129,8 @@ def main() -> None:
 
     width = max(len(name) for name, _ in rows)
     print(
-        f"torch {torch.__version__}, matplotlib {matplotlib.__version__}, {platform.processor() or platform.machine()}, "
+        f"torch {torch.__version__}, matplotlib {matplotlib.__version__}, "
+        f"{platform.processor() or platform.machine()}, "
         f"{repeats} updates each"
     )
     print(f"{'case'.ljust(width)}  median ms  max ms")

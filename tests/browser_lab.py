@@ -218,7 +218,8 @@ READ_NOTEBOOK = """
         widget: !!widget,
         widget_text: widget ? widget.innerText.slice(0, 300) : '',
         widget_height: widget ? widget.getBoundingClientRect().height : 0,
-        widget_error: node.innerText.includes('Error displaying widget') || node.innerText.includes('Loading widget...'),
+        widget_error: node.innerText.includes('Error displaying widget')
+          || node.innerText.includes('Loading widget...'),
         images: images.length,
         images_loaded: images.filter(im => im.complete && im.naturalWidth > 0).length,
         svgs: node.querySelectorAll('svg').length,

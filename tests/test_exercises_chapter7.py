@@ -206,7 +206,8 @@ def test_module_to_solutions(solution):
 
 @pytest.mark.parametrize("answer", [NonPersistentNormalizer, HalfPersistentNormalizer])
 def test_module_to_rejects_buffers_left_out_of_the_state_dict(answer):
-    # The exercise asks for statistics saved in state_dict(); persistent=False buffers move with .to() but are not saved.
+    # The exercise asks for statistics saved in state_dict(); persistent=False buffers move with .to() but are not
+    # saved.
     assert NonPersistentNormalizer(torch.zeros(3), torch.ones(3)).state_dict() == {}
     feedback = assert_wrong("ch7.module_to", answer)
     assert "state_dict()" in feedback.message and "persistent" in feedback.hint

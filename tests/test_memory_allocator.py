@@ -214,9 +214,9 @@ def test_under_a_running_profiler_it_falls_back_and_says_so():
 def test_a_profiler_started_inside_a_block_is_reported_unseen():
     x = torch.ones(1000)
     with measure_memory() as mem:
-        y = x * 2
+        y = x * 2  # noqa: F841 - an allocation that stays alive in the block
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-            z = x * 3
+            z = x * 3  # noqa: F841 - an op for the user's profiler to see
     assert any(event.name == "aten::mul" for event in prof.events())  # the user's profiler works
     assert len(mem.unseen) == 1 and "profiler was started inside the block" in mem.unseen[0]
     assert "takes the events over" in memory_module.__doc__

@@ -285,7 +285,8 @@ class GraphStepper:
                 parts.append(
                     "⚠ "
                     + "; ".join(
-                        f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would fail"
+                        f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would "
+                        "fail"
                         for h in self.hazards
                     )
                 )
@@ -314,7 +315,8 @@ class GraphStepper:
             )
             return (
                 '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="40" viewBox="0 0 360 40" role="img">'
-                f'<text id="placeholder" x="8" y="24" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#555555">'
+                '<text id="placeholder" x="8" y="24" font-family="DejaVu Sans, sans-serif" font-size="13" '
+                'fill="#555555">'
                 f"{_xml(note)}</text></svg>"
             ).encode()
 

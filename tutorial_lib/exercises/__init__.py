@@ -142,7 +142,7 @@ def check(exercise_id: str, answer) -> Feedback:
     else:
         try:
             verdict = _CHECKERS[exercise_id](answer)
-        except Exception as error:  # the learner's function raised: that is feedback, not a crash
+        except Exception as error:  # noqa: BLE001 - the learner's function raised: that is feedback, not a crash
             verdict = wrong(
                 f"your code raised {type(error).__name__}: {error}", "run it on its own in a cell to see where."
             )

@@ -75,7 +75,8 @@ def check_predict_strides(answer):
     if strides == permuted:
         return wrong(
             f"{strides} are the strides right after permute.",
-            "then apply the slicing: [1:] only changes the offset, but ::2 skips every other element of the last dimension.",
+            "then apply the slicing: [1:] only changes the offset, but ::2 skips every other element of the last "
+            "dimension.",
         )
     if strides == (12, 4, 2):
         return wrong(

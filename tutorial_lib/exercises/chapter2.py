@@ -65,7 +65,8 @@ def check_make_view(fn):
         if not shares_memory(result, x) or not same_storage(result, x):
             return wrong(
                 f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
-                "a list of indices, or a tensor of indices with at least one dimension, is advanced indexing, which copies. "
+                "a list of indices, or a tensor of indices with at least one dimension, is advanced indexing, which "
+                "copies. "
                 "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides.",
             )
     return correct(

@@ -68,7 +68,8 @@ def check_count_nodes(answer):
     answer = int(answer)
     if answer == truth:
         return correct(
-            f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still one node."
+            f"{truth} backward nodes: {', '.join(sorted(names))}. x * 2 recorded nothing, and h used twice is still "
+            "one node."
         )
     if answer == truth + leaves:
         return wrong(
@@ -200,7 +201,8 @@ class _BlocksAndHeads(nn.Module):
 
 
 class _ScaledTanh(nn.Module):
-    """A layer of the learner's own kind: one parameter that is not called ``weight``, and a child without parameters."""
+    """A layer of the learner's own kind: one parameter that is not called ``weight``, and a child without
+    parameters."""
 
     def __init__(self, size):
         super().__init__()
@@ -297,7 +299,10 @@ def check_freeze(fn):
             if frozen_too_much and not trainable:
                 hint = "the last layer must stay trainable; if the model arrived frozen, set requires_grad=True on it."
                 if description.endswith("ends in a ReLU"):
-                    hint = "the last module here is a ReLU, which has no parameters: look for the last module that has parameters of its own."
+                    hint = (
+                        "the last module here is a ReLU, which has no parameters: "
+                        "look for the last module that has parameters of its own."
+                    )
                 return wrong(f"for {description} nothing is trainable afterwards.", hint)
             if frozen_too_much:
                 hint = "the last layer (weight and bias) must stay trainable."
@@ -320,7 +325,8 @@ def check_freeze(fn):
                 return wrong(
                     f"for {description} these are still trainable: {', '.join(left_trainable)}; the last layer is only "
                     f"{', '.join(sorted(expected))}.",
-                    "a container (Sequential, ModuleList, ModuleDict) is not a layer: model.children() and the first part "
+                    "a container (Sequential, ModuleList, ModuleDict) is not a layer: model.children() and the first "
+                    "part "
                     "of a parameter's name stop at the outer container. Search model.modules(), which goes all the way "
                     "down, for the last module with parameters of its own (parameters(recurse=False)).",
                 )
@@ -450,7 +456,8 @@ def check_inference(fn):
         if [p.requires_grad for p in model.parameters()] != flags:
             return wrong(
                 "the model's parameters changed their requires_grad flags.",
-                "put every parameter's requires_grad back as it was, or better leave them alone: `with torch.no_grad():` stops "
+                "put every parameter's requires_grad back as it was, or better leave them alone: `with "
+                "torch.no_grad():` stops "
                 "the recording without touching them.",
             )
         if recording.saved_count or recording.recorded_outputs:
@@ -477,7 +484,8 @@ def check_inference(fn):
         if [m.training for m in model.modules()] != modes:
             return wrong(
                 f"the model arrived in {mode} mode and left in {'training' if model.training else 'eval'} mode.",
-                "remember was_training = model.training before, and restore it with model.train(was_training) afterwards.",
+                "remember was_training = model.training before, and restore it with model.train(was_training) "
+                "afterwards.",
             )
     return correct(
         "evaluation-mode output, no graph recorded (autograd saved nothing for backward during the call), grad mode "
@@ -551,9 +559,13 @@ def check_average_loss(fn):
                 "return a float: call .item() on a one-element tensor.",
             )
         if gradients_computed or any(p.grad is not None for p in model.parameters()):
+            if any(p.grad is not None for p in model.parameters()):
+                where = ", and left them in .grad"
+            else:
+                where = ", even if .grad was cleared afterwards"
             return wrong(
                 f"your function computed gradients for the model's parameters ({len(gradients_computed)} of them"
-                f"{', and left them in .grad' if any(p.grad is not None for p in model.parameters()) else ', even if .grad was cleared afterwards'}).",
+                f"{where}).",
                 "measuring the loss needs no backward(): backward() does free each graph, but it also computes and "
                 "stores gradients. Keep numbers instead (loss.item()), or use torch.no_grad().",
             )
@@ -569,7 +581,8 @@ def check_average_loss(fn):
                 )
             return wrong(
                 f"with {batch_count} batches you returned {float(result):.6f}; the mean loss is {expected:.6f}.",
-                "for each (inputs, targets) in batches: nn.functional.mse_loss(model(inputs), targets); average those numbers.",
+                "for each (inputs, targets) in batches: nn.functional.mse_loss(model(inputs), targets); average those "
+                "numbers.",
             )
     growth = peaks[8] - peaks[2]
     if growth > 2 * _ACTIVATION_BYTES_PER_BATCH:

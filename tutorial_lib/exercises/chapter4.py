@@ -28,7 +28,8 @@ def _as_values(answer, length: int):
 
 
 def _whole_numbers(answer, length: int):
-    """The learner's tuple/list/tensor/array of ``length`` integers as a tuple of ints, or None (bools and floats are not)."""
+    """The learner's tuple/list/tensor/array of ``length`` integers as a tuple of ints, or None (bools and floats
+    are not)."""
     if isinstance(answer, torch.Tensor):
         answer = answer.tolist() if answer.dim() == 1 else None
     elif hasattr(answer, "tolist") and getattr(answer, "ndim", None) == 1:  # a numpy array
@@ -37,7 +38,8 @@ def _whole_numbers(answer, length: int):
         return None
     numbers = []
     for item in answer:
-        if isinstance(item, bool) or getattr(item, "dtype", None) == bool:
+        # == and not "is": a numpy bool's dtype equals bool (np.dtype(bool) == bool) without being it.
+        if isinstance(item, bool) or getattr(item, "dtype", None) == bool:  # noqa: E721
             return None
         try:
             numbers.append(operator.index(item))
@@ -103,7 +105,8 @@ def check_independent_copy(fn):
             )
         if not torch.equal(x.detach(), before) or x._version != version_before:
             return wrong(
-                f"your function wrote into its input ({description}): x._version went from {version_before} to {x._version}.",
+                f"your function wrote into its input ({description}): x._version went from {version_before} to "
+                f"{x._version}.",
                 "make the copy without any in-place operation on x or on a view of it.",
             )
         if result.shape != x.shape or result.dtype != x.dtype:
@@ -178,7 +181,8 @@ def check_predict_grad(answer):
     if torch.allclose(values, x):
         return wrong(
             "you left out the path through the clone.",
-            "y = x.clone() is recorded (CloneBackward0): gradient reaching y goes on to x unchanged, so y * y gives 2x.",
+            "y = x.clone() is recorded (CloneBackward0): gradient reaching y goes on to x unchanged, so y * y gives "
+            "2x.",
         )
     if torch.allclose(values, 2 * x):
         return wrong(
@@ -260,7 +264,8 @@ def check_safe_update(fn):
         return wrong(
             f"the values are right, but autograd did not see the edit (w._version is still {old_version}). "
             "A graph that saved the old w would now backpropagate a silently wrong gradient.",
-            "that is what .data does. Edit w itself under torch.no_grad(), or through w.detach(): both share w's version counter.",
+            "that is what .data does. Edit w itself under torch.no_grad(), or through w.detach(): both share w's "
+            "version counter.",
         )
     try:
         pending.backward()
@@ -383,7 +388,8 @@ def check_new_leaf(fn):
             return wrong(
                 f"for {description} the result has grad_fn={type(result.grad_fn).__name__}: it is not a leaf, "
                 "so after backward() its .grad stays None and the gradient goes on to x.",
-                "requires_grad_() only switches a flag, it never removes a grad_fn. Call detach() before you switch gradients on.",
+                "requires_grad_() only switches a flag, it never removes a grad_fn. Call detach() before you switch "
+                "gradients on.",
             )
         if not result.requires_grad:
             return wrong(
@@ -392,7 +398,8 @@ def check_new_leaf(fn):
             )
         if shares_memory(result, x):
             return wrong(
-                f"for {description} the result shares memory with x: the optimizer's updates of the new leaf would change x.",
+                f"for {description} the result shares memory with x: the optimizer's updates of the new leaf would "
+                "change x.",
                 "detach() shares x's memory; add a clone().",
             )
         if result.is_inference():
@@ -426,7 +433,8 @@ RAISES = "error"
 
 
 def predict_modes_program() -> tuple:
-    """The program of the exercise, run for real: (a._version, x._version, b._version), with "error" where reading raises."""
+    """The program of the exercise, run for real: (a._version, x._version, b._version), with "error" where reading
+    raises."""
     x = torch.zeros(3)
     with torch.no_grad():
         a = x * 2
@@ -490,9 +498,11 @@ def check_predict_modes(answer):
     if b_version != truth[2]:
         return wrong(
             "look again at b, made inside inference_mode.",
-            "a tensor created inside inference_mode is an inference tensor: it has no version counter, and reading _version raises.",
+            "a tensor created inside inference_mode is an inference tensor: it has no version counter, and reading "
+            "_version raises.",
         )
     return wrong(
         "look again at x.",
-        "x existed before both blocks, so it is a normal tensor: both x.add_(1) calls are counted, under no_grad and under inference_mode.",
+        "x existed before both blocks, so it is a normal tensor: both x.add_(1) calls are counted, under no_grad and "
+        "under inference_mode.",
     )

@@ -189,7 +189,8 @@ def check_fix_residual(fn):
             )
         if out.grad_fn is None:
             return wrong(
-                "the output is not connected to the graph (it has no grad_fn), so no gradient can reach x or the layer.",
+                "the output is not connected to the graph (it has no grad_fn), so no gradient can reach x or the "
+                "layer.",
                 "do not detach or use .data: write the sum out of place, x = x + linear(x).",
             )
         try:
@@ -329,7 +330,8 @@ def check_custom_linear(cls):
     if not (isinstance(forward, staticmethod) and isinstance(backward, staticmethod)):
         return wrong(
             "forward and backward must both be @staticmethod, with ctx as their first argument.",
-            "the old form with self (and calling MyLinear()(...)) fails on torch 2.x; write @staticmethod and call MyLinear.apply(...).",
+            "the old form with self (and calling MyLinear()(...)) fails on torch 2.x; write @staticmethod and call "
+            "MyLinear.apply(...).",
         )
     for label, arguments in _linear_cases():
         bias = arguments[2] if len(arguments) > 2 else None
@@ -355,7 +357,8 @@ def check_custom_linear(cls):
         if not passed:
             return wrong(
                 f"{label}: gradcheck found a gradient that differs from finite differences.",
-                "grad_inputs = grad_output @ weight, grad_weight = grad_output.t() @ inputs, grad_bias = grad_output.sum(0); "
+                "grad_inputs = grad_output @ weight, grad_weight = grad_output.t() @ inputs, grad_bias = "
+                "grad_output.sum(0); "
                 "return None only for inputs that need no gradient.",
             )
     return correct(

@@ -73,7 +73,8 @@ def check_predict_bytes(answer):
     if predicted in (mem.peak, b_bytes + c_bytes + b_bytes + d_bytes):
         return wrong(
             f"{format_bytes(predicted)} is the block's peak, the most it held at one moment.",
-            "that is .peak; .allocated is what is still alive when the block ends, and by then the temporary b * 2 and b itself are gone.",
+            "that is .peak; .allocated is what is still alive when the block ends, and by then the temporary b * 2 and "
+            "b itself are gone.",
         )
     if predicted == truth + b_bytes:
         return wrong("you counted b.", "`del b` drops the last reference to b, and its storage is freed on the spot.")
@@ -209,7 +210,8 @@ def check_adam_state_bytes(fn):
         if predicted == moments:
             return wrong(
                 message,
-                "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 tensor, per parameter.",
+                "you are 4 bytes short per parameter tensor: Adam also keeps a step counter, a one-element float32 "
+                "tensor, per parameter.",
             )
         if predicted in (moments // 2, moments // 2 + steps):
             return wrong(
@@ -219,7 +221,8 @@ def check_adam_state_bytes(fn):
         if predicted in (moments_of(with_grad, 4) + steps, moments_of(with_grad, 4)):
             return wrong(
                 message,
-                "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per element in bfloat16), only the step counter is float32.",
+                "the moment tensors are made with zeros_like(param): they take the parameter's dtype (2 bytes per "
+                "element in bfloat16), only the step counter is float32.",
             )
         if {id(p) for p in requiring_grad} != {id(p) for p in with_grad} and predicted in (
             moments_of(requiring_grad) + 4 * len(requiring_grad),
@@ -237,7 +240,8 @@ def check_adam_state_bytes(fn):
         ):
             return wrong(
                 message,
-                "a gradient full of zeros is still a gradient: its .grad is not None, so Adam gives the parameter state.",
+                "a gradient full of zeros is still a gradient: its .grad is not None, so Adam gives the parameter "
+                "state.",
             )
         if predicted in (moments_of(all_params) + 4 * len(all_params), moments_of(all_params)):
             return wrong(
@@ -348,12 +352,14 @@ def check_reduce_peak(fn):
             worst = (result - expected).abs().max().item()
             return wrong(
                 f"for a {shape} input the values differ from standardize_rows(x) by up to {worst:.3g}.",
-                "use the population variance (unbiased=False), add 1e-5 before the square root, and divide the centered values.",
+                "use the population variance (unbiased=False), add 1e-5 before the square root, and divide the "
+                "centered values.",
             )
         if mem.allocated < result.untyped_storage().nbytes():
             return wrong(
                 f"for a {shape} input the result's memory was not allocated by PyTorch's CPU allocator in the calling "
-                "thread (NumPy, or a thread that existed before the call?), so your function's peak cannot be measured.",
+                "thread (NumPy, or a thread that existed before the call?), so your function's peak cannot be "
+                "measured.",
                 "compute with torch operations in the calling thread: measure_memory counts what PyTorch's CPU "
                 "allocator allocates in the thread that runs the block.",
             )
@@ -365,10 +371,12 @@ def check_reduce_peak(fn):
         if peak > limit:
             numpy_note = f" ({format_bytes(python_bytes)} of it NumPy's or Python's)" if python_bytes else ""
             return wrong(
-                f"for a {shape} input your peak is {format_bytes(peak)}{numpy_note}; the original's is {format_bytes(original.peak)}, "
+                f"for a {shape} input your peak is {format_bytes(peak)}{numpy_note}; the original's is "
+                f"{format_bytes(original.peak)}, "
                 f"so the target is at most {format_bytes(limit)}.",
                 "the result alone is one x-sized tensor. Avoid a second one alive at the same time: get the variance "
-                "without an x-sized temporary (torch.var_mean) and divide in place (div_) into the tensor you will return.",
+                "without an x-sized temporary (torch.var_mean) and divide in place (div_) into the tensor you will "
+                "return.",
             )
     return correct(
         f"same values as standardize_rows, input untouched, and the peak is at most half the original's on every input "

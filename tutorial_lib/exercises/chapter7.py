@@ -89,7 +89,10 @@ def check_save_small(fn):
             if written >= whole:
                 hint = "the tensor you save still uses the big tensor's storage, and torch.save writes whole storages."
                 if piece.is_contiguous():
-                    hint += " contiguous() returns the tensor itself when it is already contiguous. Copy the elements into new memory."
+                    hint += (
+                        " contiguous() returns the tensor itself when it is already contiguous."
+                        " Copy the elements into new memory."
+                    )
                 else:
                     hint += " Copy the elements into new memory of their own."
                 return wrong(
@@ -98,7 +101,8 @@ def check_save_small(fn):
                     hint,
                 )
             return wrong(
-                f"for {description} torch.save wrote {written:,} bytes; the slice's elements need only about {needed:,}.",
+                f"for {description} torch.save wrote {written:,} bytes; the slice's elements need only about "
+                f"{needed:,}.",
                 "the saved tensor should own a storage exactly as big as its elements.",
             )
     return correct(
@@ -159,7 +163,8 @@ def check_module_to(cls):
             return wrong(
                 f"after module.to(torch.float64), module.{name} is still {value.dtype}: "
                 "a tensor kept as a plain attribute is invisible to .to().",
-                f"register it: self.register_buffer('{name}', {name}). Buffers move with .to() and .cuda() like parameters.",
+                f"register it: self.register_buffer('{name}', {name}). Buffers move with .to() and .cuda() like "
+                "parameters.",
             )
         if name not in buffers:
             return wrong(
