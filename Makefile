@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser lab test notebooks reset-exercises html bench clean
+.PHONY: setup browser lab lint test notebooks reset-exercises html bench clean
 
 setup: $(STAMP)
 
@@ -40,7 +40,12 @@ browser:
 			|| echo "NOTE: apt-get could not install chromium: the browser test will be SKIPPED"; \
 	fi
 
-test: setup browser
+# ruff, configured in pyproject.toml's [tool.ruff] (notebooks and tests/inplace_corpus are left alone).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: setup browser lint
 	$(BIN)/python -m pytest
 
 # Restart & Run All on every notebook (or NB=notebooks/01_....ipynb), for maintainers after editing one.
