@@ -40,10 +40,12 @@ browser:
 			|| echo "NOTE: apt-get could not install chromium: the browser test will be SKIPPED"; \
 	fi
 
-# ruff, configured in pyproject.toml's [tool.ruff] (notebooks and tests/inplace_corpus are left alone).
+# ruff, configured in pyproject.toml's [tool.ruff] (notebooks and tests/inplace_corpus are left alone), and
+# lint-imports, which checks the layer contracts in [tool.importlinter].
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: setup browser lint
 	$(BIN)/python -m pytest

@@ -21,9 +21,9 @@ matplotlib.use("Agg")
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tutorial_lib._figures import png_bytes as _png_bytes  # noqa: E402
-from tutorial_lib.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
-from tutorial_lib.layout_pictures import draw_layout, layout_picture, redraw_layout  # noqa: E402
+from tutorial_lib.explorers.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
+from tutorial_lib.pictures.layout_picture import draw_layout, layout_picture, redraw_layout  # noqa: E402
+from tutorial_lib.pictures.render_mpl import png_bytes as _png_bytes  # noqa: E402
 
 # Settings a learner steps through in the stride explorer: (widget, value), one update each.
 STRIDE_STEPS = [

@@ -28,8 +28,8 @@ import matplotlib
 import torch
 from torch import nn
 
-from tutorial_lib.graph import autograd_graph
-from tutorial_lib.graph_pictures import draw_graph, graph_svg
+from tutorial_lib.facts.graph import autograd_graph
+from tutorial_lib.pictures.graph_picture import draw_graph, graph_svg
 
 
 class Block(nn.Module):

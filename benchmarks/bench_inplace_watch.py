@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tutorial_lib import format_bytes, watch_inplace
-from tutorial_lib.inplace_watch import DEFAULT_MAX_RECORDS
+from tutorial_lib.facts.inplace_watch import DEFAULT_MAX_RECORDS
 
 REPEATS = 40
 BATCH = 5

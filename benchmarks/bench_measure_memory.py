@@ -2,8 +2,8 @@
 
 Prints two tables. Time: the median of each workload run plain, under the aten-level watcher (what
 `measure_memory` did on the CPU before issue 13, still used when a profiler is already running:
-`tutorial_lib.memory._measure_aten_outputs`), and under today's `measure_memory` (the profiler's memory events plus
-a dispatch mode that names the ops). Figures: the peak each of the two reports, next to the allocator's own
+`tutorial_lib.facts.memory._measure_aten_outputs`), and under today's `measure_memory` (the profiler's memory
+events plus a dispatch mode that names the ops). Figures: the peak each of the two reports, next to the allocator's own
 (`torch.profiler.profile(profile_memory=True)`, added up here). Run with `make bench` or
 `python benchmarks/bench_measure_memory.py`. Timings are never asserted in tests.
 """
@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from tutorial_lib import measure_memory
-from tutorial_lib.memory import _measure_aten_outputs
+from tutorial_lib.facts.memory import _measure_aten_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from allocator_truth import allocator_figures  # noqa: E402  (the tests' ground truth, not a package)

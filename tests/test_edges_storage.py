@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import draw_layout, layout, layout_summary, same_storage, shares_memory
-from tutorial_lib.layout_pictures import MAX_CELLS, layout_picture
+from tutorial_lib.pictures.layout_picture import MAX_CELLS, layout_picture
 
 
 def byte_addresses(t: torch.Tensor) -> set[int]:

@@ -25,7 +25,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import Graph, GraphNode, Hazard, autograd_graph, inplace_hazards
-from tutorial_lib.graph import DEFAULT_MAX_NODES
+from tutorial_lib.facts.graph import DEFAULT_MAX_NODES
 
 INPLACE_ERROR = "modified by an inplace operation"
 VERSIONS_IN_ERROR = re.compile(r"is at version (\d+); expected version (\d+)")

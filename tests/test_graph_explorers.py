@@ -18,7 +18,7 @@ from matplotlib.text import Text  # noqa: E402
 from test_graph_pictures import svg_texts  # noqa: E402
 
 from tutorial_lib import inplace_hazards  # noqa: E402
-from tutorial_lib.graph_explorers import GraphStepper  # noqa: E402
+from tutorial_lib.explorers.graph_stepper import GraphStepper  # noqa: E402
 
 STEPS = [
     ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),

@@ -24,20 +24,20 @@ from matplotlib.text import Text  # noqa: E402
 from torch import nn  # noqa: E402
 
 from tutorial_lib import Graph, GraphNode, autograd_graph, inplace_hazards  # noqa: E402
-from tutorial_lib.graph_groups import (  # noqa: E402
+from tutorial_lib.pictures.graph_groups import (  # noqa: E402
     collapse_by_module,
     collapse_repeats,
     immediate_dominators,
     module_membership,
     uncollapsed,
 )
-from tutorial_lib.graph_pictures import (  # noqa: E402
+from tutorial_lib.pictures.graph_picture import (  # noqa: E402
     AUTO_COLLAPSE_ABOVE,
     draw_graph,
     graph_layout,
     graph_svg,
-    show_error,
 )
+from tutorial_lib.tools.errors import show_error  # noqa: E402
 
 VERSION_MESSAGE = "is at version 1; expected version 0"
 
@@ -710,7 +710,8 @@ def test_bad_input_names_the_argument(call, error, name):
 
 def test_importing_draws_nothing_and_imports_no_matplotlib():
     code = (
-        "import sys, tutorial_lib.graph_pictures, tutorial_lib.graph_groups, tutorial_lib.graph_explorers;"
+        "import sys, tutorial_lib.pictures.graph_picture, tutorial_lib.pictures.graph_groups,"
+        " tutorial_lib.explorers.graph_stepper, tutorial_lib.tools.errors;"
         "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -808,7 +809,7 @@ def test_graph_svg_marks_exactly_the_hazards(kind):
 
 
 def test_graph_svg_bad_input_names_the_argument():
-    from tutorial_lib.graph_pictures import scene_svg
+    from tutorial_lib.pictures.graph_picture import scene_svg
 
     with pytest.raises(TypeError, match="t_or_graph"):
         graph_svg([1.0])

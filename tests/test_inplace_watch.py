@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 import tutorial_lib as tl
-from tutorial_lib.inplace_watch import explanation_of
+from tutorial_lib.facts.inplace_watch import explanation_of
 
 CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
 BUGGY = sorted(CORPUS.glob("bug_*.py"))
@@ -103,7 +103,7 @@ def test_version_error_raised_outside_the_watcher_gets_no_note_and_the_graph_exp
         e.sum().backward()
     assert not getattr(caught.value, "__notes__", [])
     a, e = stale_exp()
-    tl.inplace_watch._LAST.clear()
+    tl.facts.inplace_watch._LAST.clear()
     (explanation,) = tl.explain_inplace(e)
     assert explanation.node == "ExpBackward0" and explanation.saved_at is None and explanation.changed_at == ()
     assert (explanation.saved_version, explanation.current_version) == (0, 1)
@@ -246,7 +246,7 @@ def test_anomaly_mode_metadata_gives_the_saving_line_without_the_watcher():
         a = torch.randn(3, requires_grad=True)
         e = a.exp()  # the saving line
     e.add_(1)
-    tl.inplace_watch._LAST.clear()
+    tl.facts.inplace_watch._LAST.clear()
     (explanation,) = tl.explain_inplace(e)
     assert explanation.saved_at is not None and explanation.saved_at.text == "e = a.exp()  # the saving line"
 
@@ -348,7 +348,7 @@ def test_a_fused_optimizer_step_bumps_no_version_so_torch_is_silent_and_the_watc
 
 
 def test_call_keeping_versions_bumps_foreach_writes_inside_any_dispatch_mode():
-    from tutorial_lib._dispatch import WatcherMode, call_keeping_versions
+    from tutorial_lib.facts.watching import WatcherMode, call_keeping_versions
 
     class Bare(WatcherMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -15,7 +15,7 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tutorial_lib.layout_explorers import (  # noqa: E402
+from tutorial_lib.explorers.layout_explorers import (  # noqa: E402
     OPERATIONS,
     StrideExplorer,
     ViewCopyExplorer,

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from tutorial_lib import layout  # noqa: E402
-from tutorial_lib.layout_pictures import (  # noqa: E402
+from tutorial_lib.pictures.layout_picture import (  # noqa: E402
     MAX_LISTED,
     draw_layout,
     layout_picture,
@@ -340,7 +340,7 @@ def test_bad_arguments_are_named(matrix, call, error, words):
 
 def test_importing_the_module_imports_no_matplotlib_and_changes_nothing():
     code = (
-        "import sys, tutorial_lib.layout_pictures, tutorial_lib.layout_explorers\n"
+        "import sys, tutorial_lib.pictures.layout_picture, tutorial_lib.explorers.layout_explorers\n"
         "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

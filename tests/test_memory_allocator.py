@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-import tutorial_lib.memory as memory_module
+import tutorial_lib.facts.memory as memory_module
 from tutorial_lib import measure_memory, trace_ops
 
 
@@ -390,7 +390,7 @@ def test_the_copy_made_by_another_dispatch_mode_is_counted_inside_it():
 @pytest.mark.parametrize("fallback", [False, True], ids=["allocator", "under a running profiler"])
 def test_foreach_updates_still_bump_versions_inside_a_block(fallback):
     """torch 2.13 skips the version bump of _foreach_*_ ops called from a dispatch mode: the block must not hide
-    the error autograd raises without it (_dispatch.call_keeping_versions)."""
+    the error autograd raises without it (facts.watching.call_keeping_versions)."""
     a = torch.ones(3, requires_grad=True)
     saved = a * 1
     out = (saved * saved).sum()  # MulBackward0 saves `saved`

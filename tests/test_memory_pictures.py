@@ -9,9 +9,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
-from tutorial_lib.memory import MiB  # noqa: E402
-from tutorial_lib.memory_pictures import draw_memory_timeline  # noqa: E402
-from tutorial_lib.tables import op_table  # noqa: E402
+from tutorial_lib.facts.memory import MiB  # noqa: E402
+from tutorial_lib.pictures.tables import op_table  # noqa: E402
+from tutorial_lib.pictures.timeline import draw_memory_timeline  # noqa: E402
 
 
 def measured_pair():
@@ -89,7 +89,7 @@ def test_summary_says_op_in_the_singular_for_one_op():
     with tl.measure_memory() as one:
         y = x.neg()
     del y
-    assert tl.memory_pictures.memory_timeline_summary([one], ["neg"]) == (
+    assert tl.pictures.timeline.memory_timeline_summary([one], ["neg"]) == (
         "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated"
     )
 

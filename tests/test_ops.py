@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from tutorial_lib import OpReport, OpRow, trace_ops, view_or_copy
-from tutorial_lib.ops import KINDS
+from tutorial_lib.facts.ops import KINDS
 
 LITERAL_OPS = {"aten::lift_fresh", "aten::lift_fresh_copy"}
 

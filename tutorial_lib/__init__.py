@@ -5,10 +5,10 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 """
 
 from .exercises import Feedback, check, exercise_ids
-from .graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
-from .graph_explorers import GraphStepper
-from .graph_pictures import ErrorReport, draw_graph, graph_layout, graph_svg, show_error
-from .inplace_watch import (
+from .explorers.graph_stepper import GraphStepper
+from .explorers.layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
+from .facts.graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
+from .facts.inplace_watch import (
     InplaceExplanation,
     InplaceWatch,
     InplaceWrite,
@@ -17,13 +17,14 @@ from .inplace_watch import (
     explanation_of,
     watch_inplace,
 )
-from .layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
-from .layout_pictures import draw_layout, layout_summary
-from .memory import MemoryReport, format_bytes, measure_memory
-from .memory_pictures import draw_memory_timeline
-from .ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
-from .storage import Layout, layout, same_storage, shares_memory
-from .tables import OpTable, op_table
+from .facts.memory import MemoryReport, format_bytes, measure_memory
+from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
+from .facts.storage import Layout, layout, same_storage, shares_memory
+from .pictures.graph_picture import draw_graph, graph_layout, graph_svg
+from .pictures.layout_picture import draw_layout, layout_summary
+from .pictures.tables import OpTable, op_table
+from .pictures.timeline import draw_memory_timeline
+from .tools.errors import ErrorReport, show_error
 
 __version__ = "0.1.0"
 
@@ -76,12 +77,12 @@ __all__ = [
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext tutorial_lib``: the cell magics ``%%watch_inplace`` and ``%%measure_memory``."""
-    from .magics import load_ipython_extension as load
+    from .tools.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from .magics import unload_ipython_extension as unload
+    from .tools.magics import unload_ipython_extension as unload
 
     unload(ipython)

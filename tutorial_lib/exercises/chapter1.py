@@ -14,8 +14,8 @@ import random
 import numpy as np
 import torch
 
-from ..ops import trace_ops
-from ..storage import layout, same_storage, shares_memory
+from ..facts.ops import trace_ops
+from ..facts.storage import layout, same_storage, shares_memory
 from . import correct, exercise, wrong
 
 # --- ch1.predict_strides ----------------------------------------------------------------------------------

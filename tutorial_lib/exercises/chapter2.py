@@ -11,10 +11,10 @@ import tracemalloc
 
 import torch
 
-from .._dispatch import WatcherMode
-from ..memory import measure_memory
-from ..ops import _tensors_in, view_or_copy
-from ..storage import same_storage, shares_memory
+from ..facts.memory import measure_memory
+from ..facts.ops import _tensors_in, view_or_copy
+from ..facts.storage import same_storage, shares_memory
+from ..facts.watching import WatcherMode
 from . import correct, exercise, wrong
 
 # --- ch2.make_view --------------------------------------------------------------------------------------

@@ -522,7 +522,7 @@ def check_average_loss(fn):
         return _not_a_function("def average_loss(model, batches): ...")
     if _is_stub_function(fn):
         return not_attempted()
-    from ..memory import measure_memory  # imported here: the other chapter 3 checkers do not need it
+    from ..facts.memory import measure_memory  # imported here: the other chapter 3 checkers do not need it
 
     peaks = {}
     for batch_count in (2, 8):

@@ -12,7 +12,7 @@ import re
 
 import torch
 
-from ..storage import shares_memory
+from ..facts.storage import shares_memory
 from . import call_keeping_grad_mode, correct, exercise, not_attempted, wrong
 from . import is_stub_function as _is_stub_function
 

@@ -21,7 +21,7 @@ import traceback
 
 import torch
 
-from ..graph import autograd_graph, inplace_hazards
+from ..facts.graph import autograd_graph, inplace_hazards
 from . import correct, exercise, not_attempted, wrong
 from . import is_stub_function as _is_stub_function
 
@@ -394,7 +394,7 @@ def changing_line_truth() -> dict:
     Keys: ``changed`` (the line numbers that changed a stale saved tensor, from every explanation of the loss's
     graph), ``saved`` (the lines that saved them) and ``raised_at`` (the line where backward raised).
     """
-    from ..inplace_watch import explanation_of, watch_inplace
+    from ..facts.inplace_watch import explanation_of, watch_inplace
 
     lines = CHANGING_LINE_PROGRAM.splitlines()
     linecache.cache[_PROGRAM_FILE] = (len(CHANGING_LINE_PROGRAM), None, [line + "\n" for line in lines], _PROGRAM_FILE)

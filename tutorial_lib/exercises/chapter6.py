@@ -19,8 +19,8 @@ import tracemalloc
 import torch
 from torch import nn
 
-from ..memory import format_bytes, measure_memory
-from ..storage import shares_memory
+from ..facts.memory import format_bytes, measure_memory
+from ..facts.storage import shares_memory
 from . import correct, exercise, not_attempted, wrong
 from . import is_stub_function as _is_stub_function
 

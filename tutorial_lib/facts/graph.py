@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._checks import describe, plural, require_positive_int, require_tensor, shape_text
+from ..common.checks import describe, plural, require_positive_int, require_tensor, shape_text
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
 DEFAULT_MAX_NODES = 2000

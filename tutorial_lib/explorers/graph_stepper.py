@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from ._checks import describe, require_bool
-from .graph import Graph, Hazard, HazardList, _refused_graph, autograd_graph, inplace_hazards
+from ..common.checks import describe, require_bool
+from ..facts.graph import Graph, Hazard, HazardList, _refused_graph, autograd_graph, inplace_hazards
 
 _HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
 
@@ -225,7 +225,7 @@ class GraphStepper:
     def figure(self):
         """The current picture (``draw_graph``), or None before any tensor exists."""
         if self._figure is None and self.graph is not None:
-            from .graph_pictures import draw_graph
+            from ..pictures.graph_picture import draw_graph
 
             self._figure = draw_graph(self.graph, show_values=self.show_values)
         return self._figure
@@ -305,7 +305,7 @@ class GraphStepper:
 
     def render_svg(self) -> bytes:
         """The current picture as SVG bytes, written directly (``graph_svg``): text stays text, no matplotlib."""
-        from .graph_pictures import _xml, graph_svg
+        from ..pictures.graph_picture import _xml, graph_svg
 
         if self.graph is None:  # before the first step, or no tensor yet: say so instead of an empty image
             note = (

@@ -57,9 +57,9 @@ from typing import Iterator
 import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
 
-from ._checks import describe
-from ._dispatch import WatcherMode, call_keeping_versions
+from ..common.checks import describe
 from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _storage_key, _tensors_in
+from .watching import WatcherMode, call_keeping_versions
 
 MiB = 1024 * 1024
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._checks import describe, require_tensor
-from .graph import Graph, _grad_fn_of, autograd_graph
+from ..common.checks import describe, require_tensor
+from ..facts.graph import Graph, _grad_fn_of, autograd_graph
 
 #: ``collapse_repeats`` looks for blocks of at most this many consecutive segments.
 MAX_PERIOD = 24

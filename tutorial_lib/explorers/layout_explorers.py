@@ -20,9 +20,9 @@ import re
 
 import torch
 
-from ._checks import describe, require_positive_int, require_tensor
-from .layout_pictures import layout_picture, picture_svg, redraw_layout
-from .ops import view_or_copy
+from ..common.checks import describe, require_positive_int, require_tensor
+from ..facts.ops import view_or_copy
+from ..pictures.layout_picture import layout_picture, picture_svg, redraw_layout
 
 #: The dtypes the stride explorer offers, by the name shown in its dropdown.
 DTYPES = {

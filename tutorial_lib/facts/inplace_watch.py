@@ -43,8 +43,8 @@ from typing import Iterator
 import torch
 from torch._C._autograd import _get_sequence_nr
 
-from ._checks import describe, require_positive_int, shape_text
-from ._dispatch import WatcherMode, bump_like_torch, tensor_version, written_arguments
+from ..common.checks import describe, require_positive_int, shape_text
+from .watching import WatcherMode, bump_like_torch, tensor_version, written_arguments
 
 #: ``watch_inplace`` keeps at most this many write records and node records unless told otherwise.
 DEFAULT_MAX_RECORDS = 50_000
@@ -54,7 +54,7 @@ _TYPE_AND_SHAPE = re.compile(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]")
 _HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_LIBRARY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # tutorial_lib/, from facts/
 _OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
 _FUNCTION_FILE = os.path.join(_TORCH_DIR, "autograd", "function.py")
 

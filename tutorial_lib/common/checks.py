@@ -40,17 +40,6 @@ def require_positive_int(value, name: str) -> int:
     return value
 
 
-def require_axes(ax, name: str = "ax"):
-    """Return ``ax`` if it is None or a matplotlib Axes, else raise TypeError naming ``name``."""
-    if ax is None:
-        return None
-    from matplotlib.axes import Axes
-
-    if not isinstance(ax, Axes):
-        raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
-    return ax
-
-
 def shape_text(shape) -> str:
     """A shape as Python spells it, ``(3,)`` or ``(2, 4)``; a 0-d shape is ``scalar``; unknown is ``?``."""
     if shape is None:

@@ -1,9 +1,12 @@
-"""Figures made without pyplot, which still show once in Jupyter when a cell returns them."""
+"""matplotlib output: figures made without pyplot (which still show once in Jupyter when a cell returns them),
+their PNG bytes, and the check of an ``ax`` argument."""
 
 from __future__ import annotations
 
 import io
 from functools import partial
+
+from ..common.checks import describe
 
 
 def png_bytes(fig, dpi: float = 100.0) -> bytes:
@@ -29,3 +32,14 @@ def bare_figure(width_inches: float, height_inches: float, full: bool = True):
     ax = fig.add_axes((0, 0, 1, 1)) if full else fig.add_subplot()
     fig._repr_png_ = partial(png_bytes, fig)
     return fig, ax
+
+
+def require_axes(ax, name: str = "ax"):
+    """Return ``ax`` if it is None or a matplotlib Axes, else raise TypeError naming ``name``."""
+    if ax is None:
+        return None
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
+    return ax

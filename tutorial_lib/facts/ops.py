@@ -20,9 +20,9 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
-from ._checks import describe
-from ._dispatch import WatcherMode, call_keeping_versions
+from ..common.checks import describe
 from .storage import same_storage, shares_memory
+from .watching import WatcherMode, call_keeping_versions
 
 KINDS = ("view", "inplace", "new")
 

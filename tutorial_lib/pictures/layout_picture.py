@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._checks import describe, require_axes, require_bool, require_positive_int, require_tensor
-from ._figures import bare_figure
-from .storage import Layout, layout, row_major_indices, same_storage, shares_memory
+from ..common.checks import describe, require_bool, require_positive_int, require_tensor
+from ..facts.storage import Layout, layout, row_major_indices, same_storage, shares_memory
+from .render_mpl import bare_figure, require_axes
 
 #: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
 #: by elements past the listing are drawn as "?" (not checked), never guessed.

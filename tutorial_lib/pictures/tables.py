@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from .ops import OpReport, view_or_copy
+from ..facts.ops import OpReport, view_or_copy
 
 
 class OpTable:

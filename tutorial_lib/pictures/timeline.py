@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._checks import require_axes, require_bool
-from ._figures import bare_figure
-from .memory import MemoryReport, MiB, format_bytes
+from ..common.checks import require_bool
+from ..facts.memory import MemoryReport, MiB, format_bytes
+from .render_mpl import bare_figure, require_axes
 
 _STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
 

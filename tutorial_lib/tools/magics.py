@@ -18,9 +18,9 @@ import shlex
 
 from IPython.core.magic import Magics, cell_magic, magics_class
 
-from ._checks import plural
-from .inplace_watch import watch_inplace
-from .memory import format_bytes, measure_memory
+from ..common.checks import plural
+from ..facts.inplace_watch import watch_inplace
+from ..facts.memory import format_bytes, measure_memory
 
 
 @magics_class
@@ -103,7 +103,7 @@ def _display_memory(report, plot: bool) -> None:
     if plot and report.timeline:
         import matplotlib.pyplot as plt
 
-        from .memory_pictures import draw_memory_timeline
+        from ..pictures.timeline import draw_memory_timeline
 
         figure = draw_memory_timeline(report, labels=["cell"])
         display(figure)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._checks import describe, require_positive_int, require_tensor
+from ..common.checks import describe, require_positive_int, require_tensor
 
 #: How many element indices ``layout`` lists before it stops and sets ``indices_truncated``.
 DEFAULT_MAX_ELEMENTS = 4096

@@ -1,0 +1,1 @@
+"""Interactive explorers: ipywidgets wired to the pictures."""

@@ -1,0 +1,74 @@
+"""``python -m tutorial_lib.explain script.py [args ...]``: run a script under ``watch_inplace``.
+
+The script runs as ``python script.py args ...`` would run it (``__name__ == "__main__"``, ``sys.argv``,
+its folder first on ``sys.path``). If ``backward()`` raises autograd's "modified by an inplace operation"
+error, the script's traceback (its own frames only), torch's message and the explanation are printed to
+stderr: the line that saved the stale tensor and every line that changed it. The exit code is the
+script's: 0 when it finishes, its ``sys.exit`` code, or 1 when it raises, as with plain ``python``.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+
+from ..facts.inplace_watch import _is_internal, watch_inplace
+
+USAGE = "usage: python -m tutorial_lib.explain script.py [args ...]"
+
+
+def _script_frames(error: BaseException) -> list:
+    """The traceback entries outside torch, tutorial_lib and runpy: the user's own frames."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return [f for f in frames if not _is_internal(f.filename) and os.path.basename(f.filename) != "runpy.py"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``argv[0]`` with the rest as its arguments; return the exit code (see the module docstring).
+
+    Raises:
+        TypeError: ``argv`` is not a list of strings.
+    """
+    if argv is None:
+        argv = sys.argv[1:]
+    if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError(f"argv must be a list of str, got {type(argv).__name__}")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    script = argv[0]
+    if not os.path.isfile(script):
+        print(f"tutorial_lib.explain: no such script: {script}\n{USAGE}", file=sys.stderr)
+        return 2
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        with watch_inplace():
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except BaseException as error:  # noqa: BLE001 - report like python does, then exit 1
+        explanation = getattr(error, "inplace_explanation", None)
+        if explanation is None:
+            traceback.print_exception(error)
+            return 1
+        frames = _script_frames(error)
+        if frames:
+            print("Traceback (most recent call last, the script's own lines):", file=sys.stderr)
+            print("".join(traceback.format_list(frames)), end="", file=sys.stderr)
+        print(f"{type(error).__name__}: {explanation.message}\n", file=sys.stderr)
+        print(explanation, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
