@@ -236,24 +236,36 @@ def test_fix_residual_rejects_a_mutation_context_left_before_backward():
 # --- ch5.custom_linear -------------------------------------------------------------------------------------------
 
 
-class ReferenceLinear(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, inputs, weight, bias=None):
-        ctx.save_for_backward(inputs, weight, bias)
-        output = inputs @ weight.t()
-        return output if bias is None else output + bias
+def _variant(backward_body):
+    """A Function with the reference forward and ``backward_body(ctx, grad_output, inputs, weight, bias)``."""
 
-    @staticmethod
-    def backward(ctx, grad_output):
-        inputs, weight, bias = ctx.saved_tensors
-        grad_inputs = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_inputs = grad_output @ weight
-        if ctx.needs_input_grad[1]:
-            grad_weight = grad_output.t() @ inputs
-        if bias is not None and ctx.needs_input_grad[2]:
-            grad_bias = grad_output.sum(0)
-        return grad_inputs, grad_weight, grad_bias
+    class Variant(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, inputs, weight, bias=None):
+            ctx.save_for_backward(inputs, weight, bias)
+            output = inputs @ weight.t()
+            return output if bias is None else output + bias
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            inputs, weight, bias = ctx.saved_tensors
+            return backward_body(ctx, grad_output, inputs, weight, bias)
+
+    return Variant
+
+
+def _reference_backward(ctx, grad_output, inputs, weight, bias):
+    grad_inputs = grad_weight = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_inputs = grad_output @ weight
+    if ctx.needs_input_grad[1]:
+        grad_weight = grad_output.t() @ inputs
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_bias = grad_output.sum(0)
+    return grad_inputs, grad_weight, grad_bias
+
+
+ReferenceLinear = _variant(_reference_backward)
 
 
 class AlwaysComputesLinear(torch.autograd.Function):
@@ -299,22 +311,6 @@ class OldStyleLinear(torch.autograd.Function):
     def backward(self, grad_output):
         inputs, weight, bias = self.saved_tensors
         return grad_output @ weight, grad_output.t() @ inputs, None if bias is None else grad_output.sum(0)
-
-
-def _variant(backward_body):
-    class Variant(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, inputs, weight, bias=None):
-            ctx.save_for_backward(inputs, weight, bias)
-            output = inputs @ weight.t()
-            return output if bias is None else output + bias
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            inputs, weight, bias = ctx.saved_tensors
-            return backward_body(ctx, grad_output, inputs, weight, bias)
-
-    return Variant
 
 
 WRONG_LINEARS = {
