@@ -44,7 +44,7 @@ import torch
 from torch._C._autograd import _get_sequence_nr
 
 from ..common.checks import describe, require_positive_int, shape_text
-from .watching import WatcherMode, bump_like_torch, tensor_version, written_arguments
+from .watching import WatcherMode, bump_like_torch, storage_key, tensor_version, written_arguments
 
 #: ``watch_inplace`` keeps at most this many write records and node records unless told otherwise.
 DEFAULT_MAX_RECORDS = 50_000
@@ -145,13 +145,6 @@ def _source_line(where) -> SourceLine | None:
     return SourceLine(filename, lineno, function, linecache.getline(filename, lineno).strip())
 
 
-def _storage_key(tensor: torch.Tensor):
-    try:
-        return tensor.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):
-        return None
-
-
 class _Watcher(WatcherMode):
     """The aten-level half of ``watch_inplace``: writes and node-creating ops, as plain tuples."""
 
@@ -209,7 +202,7 @@ class _Watcher(WatcherMode):
         # The storages of every tensor the op reads or writes: a node it makes (CopySlices, for an op on
         # a view) may save any of them.
         inputs = tuple(
-            _storage_key(t)
+            storage_key(t)
             for value in (*args, *kwargs.values())
             for t in (value if isinstance(value, (list, tuple)) else (value,))
             if isinstance(t, torch.Tensor)
@@ -233,7 +226,7 @@ class _Watcher(WatcherMode):
                         label,
                         tuple(tensor.shape),
                         version,
-                        _storage_key(tensor),
+                        storage_key(tensor),
                         where,
                         in_optimizer,
                         self.watch._op_count,
@@ -519,7 +512,7 @@ def _saved_storage(fn, attribute: str):
         data = raw.data
     except RuntimeError:
         return None
-    return _storage_key(data) if isinstance(data, torch.Tensor) else None
+    return storage_key(data) if isinstance(data, torch.Tensor) else None
 
 
 def _anomaly_line(fn) -> SourceLine | None:

@@ -58,8 +58,8 @@ import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
 
 from ..common.checks import describe
-from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _storage_key, _tensors_in
-from .watching import WatcherMode, call_keeping_versions
+from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _tensors_in
+from .watching import WatcherMode, call_keeping_versions, storage_key
 
 MiB = 1024 * 1024
 
@@ -174,11 +174,11 @@ class _StorageTracker(WatcherMode):
             for tensor in inputs:  # storages from before the block: count them off if they die inside it
                 self._watch(tensor, counted=False)
         result = call_keeping_versions(func, args, kwargs)
-        input_keys = {_storage_key(t) for t in inputs}
+        input_keys = {storage_key(t) for t in inputs}
         for output in _tensors_in(result):
             if not self._on_device(output):
                 continue
-            if _is_fresh_literal(name, output) or _storage_key(output) not in input_keys:
+            if _is_fresh_literal(name, output) or storage_key(output) not in input_keys:
                 self._watch(output, counted=True)
             else:  # a view or an in-place write: counts only if the write resized the storage
                 self._watch(output, counted=False)

@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..common.checks import describe
 from .storage import same_storage, shares_memory
-from .watching import WatcherMode, call_keeping_versions
+from .watching import WatcherMode, call_keeping_versions, storage_key
 
 KINDS = ("view", "inplace", "new")
 
@@ -53,13 +53,6 @@ class OpRecord:
 
     def __repr__(self) -> str:
         return f"OpRecord({self.name!r}, kind={self.kind!r}, new_bytes={self.new_bytes})"
-
-
-def _storage_key(tensor: torch.Tensor):
-    try:
-        return tensor.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):  # sparse and other storage-less outputs
-        return None
 
 
 def _storage_nbytes(tensor: torch.Tensor) -> int:
@@ -174,12 +167,12 @@ def classify_call(func, args, kwargs, result, before: dict | None = None) -> OpR
                     if place[0] != old[0] or place[1] > old[1]:
                         grown += place[1]
         return OpRecord(name, func._overloadname, "inplace", grown, written, shapes)
-    input_keys = {_storage_key(p) for t in inputs for p in _memory_parts(t)}
+    input_keys = {storage_key(p) for t in inputs for p in _memory_parts(t)}
     fresh: dict = {}
     for output in outputs:
         literal = _is_fresh_literal(name, output)
         for part in _memory_parts(output):
-            key = _storage_key(part)
+            key = storage_key(part)
             if literal or key is None or key not in input_keys:
                 fresh.setdefault(key if key is not None else id(part), _storage_nbytes(part))
     if outputs and not fresh:
@@ -514,7 +507,7 @@ class _WriteWatcher(_Recorder):
 
     def after_call(self, record: OpRecord, result) -> None:
         if record.new_bytes:
-            self.made.update(_storage_key(p) for o in _tensors_in(result) for p in _memory_parts(o))
+            self.made.update(storage_key(p) for o in _tensors_in(result) for p in _memory_parts(o))
 
 
 def _storage_bytes(tensor: torch.Tensor) -> torch.Tensor:
@@ -557,13 +550,13 @@ def _run(code, inputs: dict):
 def _held_bytes(output, source_keys: set) -> tuple[object, int] | None:
     """(key, bytes) of the memory block a result holds that is not an input's, or None."""
     if isinstance(output, torch.Tensor):
-        key = _storage_key(output)
+        key = storage_key(output)
         return None if key in source_keys else (key, _storage_nbytes(output))
     root = output
     while isinstance(root.base, np.ndarray):
         root = root.base
     if isinstance(root.base, torch.Tensor):
-        key = _storage_key(root.base)
+        key = storage_key(root.base)
         return None if key in source_keys else (key, _storage_nbytes(root.base))
     return (id(root), root.nbytes) if root.base is None else (id(output), output.nbytes)
 
@@ -677,7 +670,7 @@ def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     storages_out = [_raw_bytes_of_storage(s) for s in _storages_in(result)]
     shares = any(shares_memory(o, s) for o in outputs + [s for s in storages_out if s is not None] for s in sources)
     aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
-    source_keys = {_storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
+    source_keys = {storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
     kept = dict(
         held
         for o in outputs

@@ -27,6 +27,14 @@ class WatcherMode(TorchDispatchMode):
         return False
 
 
+def storage_key(tensor: torch.Tensor):
+    """An id of the tensor's storage, equal for every tensor over it; None where there is none (sparse)."""
+    try:
+        return tensor.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+        return None
+
+
 def tensor_version(tensor: torch.Tensor):
     """The tensor's version counter, or None for an inference tensor (which has none)."""
     try:
