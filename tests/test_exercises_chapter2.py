@@ -440,7 +440,11 @@ def temporary_in_a_pool_made_before(y, x):
 )
 def test_inplace_update_rejects_temporaries_made_in_other_threads(allocating, word):
     feedback = assert_wrong("ch2.inplace_update", allocating)
-    assert word in feedback.message
+    # For the pool made before the call, tracemalloc's second run sometimes sees the pool thread's Python-side
+    # allocations first and rejects the answer as a temporary of y's size; either reason is a true rejection.
+    assert word in feedback.message or (
+        allocating is temporary_in_a_pool_made_before and "a temporary the size of y + x" in feedback.message
+    )
 
 
 def test_a_temporary_from_another_thread_reads_as_zero_bytes():
