@@ -43,3 +43,120 @@ def require_axes(ax, name: str = "ax"):
     if not isinstance(ax, Axes):
         raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
     return ax
+
+
+def render(scene, ax=None, fig=None):
+    """Draw a ``Scene`` with matplotlib and return the figure.
+
+    With neither ``ax`` nor ``fig``, on a new figure of the scene's size (scaled down to
+    ``MAX_FIGURE_INCHES``); with ``fig``, that figure is cleared and resized first (explorers reuse one);
+    with ``ax``, into that Axes at equal aspect, scaled to fit it. Items of one style become one collection
+    (gid = the style name), so a graph of a thousand boxes draws in one pass; each text is one artist whose
+    gid is its id.
+    """
+    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.text import Text as TextArtist
+    from matplotlib.transforms import TransformedPatchPath
+
+    from .scene import (
+        FAMILIES,
+        Arrow,
+        Polygon,
+        Scene,
+        Text,
+        arrow_head,
+        in_drawing_order,
+        rect_points,
+        size_of,
+        visible,
+    )
+
+    if not isinstance(scene, Scene):
+        raise TypeError(f"scene must be a Scene, got {describe(scene)}")
+    ax = require_axes(ax)
+    if fig is not None and not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure or None, got {describe(fig)}")
+    scale = scene.scale()
+    if ax is not None:
+        fig = ax.get_figure(root=True)
+        box = ax.get_position()
+        fig_w, fig_h = fig.get_size_inches()
+        scale = min(box.width * fig_w * 72 / scene.width, box.height * fig_h * 72 / scene.height)
+        # Equal aspect keeps a point the same length across and down, so text fits its boxes; the axes box
+        # shrinks to fit (adjusting the limits instead would log a warning).
+        ax.set_aspect("equal", adjustable="box")
+    elif fig is not None:
+        fig.clear()
+        fig.set_size_inches(scene.width * scale / 72, scene.height * scale / 72)
+        ax = fig.add_axes((0, 0, 1, 1))
+    else:
+        fig, ax = bare_figure(scene.width * scale / 72, scene.height * scale / 72)
+    ax.set_axis_off()
+    ax.set_xlim(0, scene.width)
+    ax.set_ylim(scene.height, 0)
+    # Texts share their font properties and one clip path: left unset, the Axes builds fresh transforms for
+    # every artist, which is most of the cost of a few hundred texts.
+    clip = TransformedPatchPath(ax.patch)
+    fonts: dict = {}
+    for name, kind, items in in_drawing_order(scene):
+        style = scene.styles[name]
+        width = style.width * max(0.4, scale) if style.width else 0.0
+        dashes = [(0, style.dash)] if style.dash else "solid"
+        edge = style.edge if width else "none"
+        if kind is Text:
+            for item in items:
+                size = size_of(item, scene.styles) * scale
+                key = (style.family, style.weight, size)
+                if key not in fonts:
+                    fonts[key] = FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size)
+                turned = bool(item.rotation)
+                artist = TextArtist(
+                    item.x,
+                    item.y,
+                    visible(item.text),
+                    color=style.color,
+                    ha="center" if turned else {"start": "left", "middle": "center", "end": "right"}[item.anchor],
+                    va="bottom" if turned else {"top": "top", "middle": "center", "bottom": "bottom"}[item.baseline],
+                    rotation=item.rotation,
+                    fontproperties=fonts[key],
+                    linespacing=style.line_spacing,
+                    zorder=style.zorder,
+                    gid=item.id or None,
+                    clip_on=False,
+                )
+                if style.halo:
+                    artist.set_bbox(
+                        {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
+                    )
+                artist.set_clip_path(clip)
+                ax.add_artist(artist)
+            continue
+        if kind is Polygon:
+            shapes = [rect_points(item) if not isinstance(item, Polygon) else item.points for item in items]
+            collection = PolyCollection(
+                shapes,
+                facecolors=style.fill,
+                edgecolors=edge,
+                linewidths=width,
+                linestyles=dashes,
+                hatch="///" if style.hatch else None,
+                zorder=style.zorder,
+            )
+        else:
+            collection = LineCollection(
+                [item.points for item in items], colors=edge, linewidths=width, linestyles=dashes, zorder=style.zorder
+            )
+        collection.set_gid(name)
+        ax.add_collection(collection, autolim=False)
+        if kind is Arrow:
+            heads = PolyCollection(
+                [arrow_head(item.points) for item in items],
+                facecolors=style.edge,
+                edgecolors="none",
+                zorder=style.zorder,
+            )
+            heads.set_gid(f"{name}-heads")
+            ax.add_collection(heads, autolim=False)
+    return fig
