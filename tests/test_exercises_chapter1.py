@@ -1,4 +1,7 @@
-"""Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+"""Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py.
+"""
 
 import functools
 import warnings
@@ -8,40 +11,7 @@ import pytest
 import torch
 from exercise_asserts import assert_correct, assert_wrong
 
-import tutorial_lib as tl
 from tutorial_lib.exercises.chapter1 import PREDICT_STRIDES_EXPRESSION, predict_strides_result
-
-IDS = ("ch1.predict_strides", "ch1.element_address", "ch1.sliding_window")
-
-
-def test_chapter1_exercises_are_registered():
-    ids = tl.exercise_ids()
-    for exercise_id in IDS:
-        assert exercise_id in ids
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_address(shape, stride, offset, index): ...
-
-
-def stub_windows(x, k):
-    """A docstring and nothing else is still a stub."""
-    ...
-
-
-@pytest.mark.parametrize("exercise_id", IDS)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert tl.check(exercise_id, ...).status == "not attempted"
-
-
-@pytest.mark.parametrize(
-    "exercise_id, stub", [("ch1.element_address", stub_address), ("ch1.sliding_window", stub_windows)]
-)
-def test_stub_function_is_not_attempted(exercise_id, stub):
-    assert tl.check(exercise_id, stub).status == "not attempted"
-
 
 # --- ch1.predict_strides ------------------------------------------------------------------------------------
 

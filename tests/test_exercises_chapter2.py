@@ -1,4 +1,7 @@
-"""Chapter 2 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+"""Chapter 2 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py.
+"""
 
 import numpy as np
 import pytest
@@ -7,36 +10,6 @@ from exercise_asserts import assert_correct, assert_wrong
 
 import tutorial_lib as tl
 from tutorial_lib.exercises.chapter2 import PREDICT_EXPRESSIONS, predict_truth
-
-IDS = ("ch2.make_view", "ch2.predict_view_or_copy", "ch2.inplace_update")
-
-
-def test_chapter2_exercises_are_registered():
-    ids = tl.exercise_ids()
-    for exercise_id in IDS:
-        assert exercise_id in ids
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_one(x): ...
-
-
-def stub_two(y, x):
-    """A docstring and nothing else is still a stub."""
-    ...
-
-
-@pytest.mark.parametrize("exercise_id", IDS)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert tl.check(exercise_id, ...).status == "not attempted"
-
-
-@pytest.mark.parametrize("exercise_id, stub", [("ch2.make_view", stub_one), ("ch2.inplace_update", stub_two)])
-def test_stub_function_is_not_attempted(exercise_id, stub):
-    assert tl.check(exercise_id, stub).status == "not attempted"
-
 
 # --- ch2.make_view ------------------------------------------------------------------------------------------
 

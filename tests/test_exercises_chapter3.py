@@ -1,4 +1,7 @@
-"""Chapter 3 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+"""Chapter 3 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py.
+"""
 
 import copy
 import math
@@ -10,46 +13,6 @@ from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
 import tutorial_lib as tl
-
-IDS = ["ch3.count_nodes", "ch3.chain_rule", "ch3.freeze", "ch3.inference", "ch3.average_loss"]
-
-
-def test_chapter3_exercises_are_registered():
-    assert set(IDS) <= set(tl.exercise_ids())
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_two_args(x1, x2): ...
-
-
-def stub_one_arg(model):
-    """A docstring and nothing else is still a stub."""
-    ...
-
-
-def stub_predict(model, x):
-    pass
-
-
-@pytest.mark.parametrize("exercise_id", IDS)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert tl.check(exercise_id, ...).status == "not attempted"
-
-
-@pytest.mark.parametrize(
-    "exercise_id, stub",
-    [
-        ("ch3.chain_rule", stub_two_args),
-        ("ch3.freeze", stub_one_arg),
-        ("ch3.inference", stub_predict),
-        ("ch3.average_loss", stub_predict),
-    ],
-)
-def test_stub_function_is_not_attempted(exercise_id, stub):
-    assert tl.check(exercise_id, stub).status == "not attempted"
-
 
 # --- ch3.count_nodes ----------------------------------------------------------------------------------------
 

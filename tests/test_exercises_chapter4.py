@@ -1,4 +1,7 @@
-"""Chapter 4 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+"""Chapter 4 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py.
+"""
 
 import copy
 
@@ -6,52 +9,6 @@ import numpy as np
 import pytest
 import torch
 from exercise_asserts import assert_correct, assert_wrong
-
-import tutorial_lib as tl
-
-
-def status_of(exercise_id, answer):
-    return tl.check(exercise_id, answer)
-
-
-def test_chapter4_exercises_are_registered():
-    ids = tl.exercise_ids()
-    for name in ("independent_copy", "predict_grad", "safe_update", "predict_versions", "new_leaf", "predict_modes"):
-        assert f"ch4.{name}" in ids
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_one(x): ...
-
-
-def stub_two(w, lr):
-    """A docstring and nothing else is still a stub."""
-    ...
-
-
-@pytest.mark.parametrize(
-    "exercise_id",
-    [
-        "ch4.independent_copy",
-        "ch4.predict_grad",
-        "ch4.safe_update",
-        "ch4.predict_versions",
-        "ch4.new_leaf",
-        "ch4.predict_modes",
-    ],
-)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert status_of(exercise_id, ...).status == "not attempted"
-
-
-@pytest.mark.parametrize(
-    "exercise_id, stub", [("ch4.independent_copy", stub_one), ("ch4.safe_update", stub_two), ("ch4.new_leaf", stub_one)]
-)
-def test_stub_function_is_not_attempted(exercise_id, stub):
-    assert status_of(exercise_id, stub).status == "not attempted"
-
 
 # --- ch4.independent_copy -----------------------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
-"""Chapter 6 checkers: reference solutions pass, typical wrong answers get a hint, stubs are not attempted."""
+"""Chapter 6 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py.
+"""
 
 import numpy as np
 import pytest
@@ -8,34 +11,6 @@ from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
 import tutorial_lib as tl
-
-IDS = ["ch6.predict_bytes", "ch6.adam_state_bytes", "ch6.reduce_peak"]
-
-
-def test_chapter6_exercises_are_registered():
-    assert set(IDS) <= set(tl.exercise_ids())
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_function(x): ...
-
-
-def stub_with_docstring(model):
-    """A docstring and nothing else is still a stub."""
-
-
-@pytest.mark.parametrize("exercise_id", IDS)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert tl.check(exercise_id, ...).status == "not attempted"
-
-
-@pytest.mark.parametrize("exercise_id", ["ch6.adam_state_bytes", "ch6.reduce_peak"])
-@pytest.mark.parametrize("stub", [stub_function, stub_with_docstring])
-def test_stub_functions_are_not_attempted(exercise_id, stub):
-    assert tl.check(exercise_id, stub).status == "not attempted"
-
 
 # --- ch6.predict_bytes --------------------------------------------------------------------------------------
 

@@ -1,56 +1,17 @@
-"""Chapter 7 checkers and worker functions: reference solutions pass, typical wrong answers get a hint, stubs
-are not attempted; the functions child processes run do what the notebook says, in one process and in two."""
+"""Chapter 7 checkers: reference solutions pass, typical wrong answers get a hint.
+
+The stubs and the registration of every exercise are tested once, in test_exercises.py; the functions chapter 7's
+child processes run, in test_workers.py.
+"""
 
 import os
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
-import tutorial_lib as tl
-from tutorial_lib import workers
 from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
-
-
-def test_chapter7_exercises_are_registered():
-    ids = tl.exercise_ids()
-    for name in ("save_small", "module_to", "predict_same_object", "load_without_copy"):
-        assert f"ch7.{name}" in ids
-
-
-# --- stubs --------------------------------------------------------------------------------------------------
-
-
-def stub_what_to_save(piece): ...
-
-
-class StubNormalizer(nn.Module):
-    """The notebook's stub: __init__ stores nothing yet."""
-
-    def __init__(self, mean, std):
-        super().__init__()
-        ...
-
-    def forward(self, x):
-        return (x - self.mean) / self.std
-
-
-@pytest.mark.parametrize(
-    "exercise_id", ["ch7.save_small", "ch7.module_to", "ch7.predict_same_object", "ch7.load_without_copy"]
-)
-def test_ellipsis_is_not_attempted(exercise_id):
-    assert tl.check(exercise_id, ...).status == "not attempted"
-
-
-def test_stub_function_is_not_attempted():
-    assert tl.check("ch7.save_small", stub_what_to_save).status == "not attempted"
-
-
-def test_stub_class_is_not_attempted():
-    assert tl.check("ch7.module_to", StubNormalizer).status == "not attempted"
-
 
 # --- ch7.save_small -----------------------------------------------------------------------------------------
 
@@ -273,9 +234,6 @@ def test_predict_same_object_wrong_format(answer):
 # --- ch7.load_without_copy ---------------------------------------------------------------------------------
 
 
-def stub_load_linear(path, in_features, out_features): ...
-
-
 def load_linear_reference(path, in_features, out_features):
     with torch.device("meta"):
         model = nn.Linear(in_features, out_features)
@@ -352,10 +310,6 @@ def load_linear_returns_the_dict(path, in_features, out_features):
 NEEDS_PROC_MAPS = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc/self/maps")
 
 
-def test_load_without_copy_stub_is_not_attempted():
-    assert tl.check("ch7.load_without_copy", stub_load_linear).status == "not attempted"
-
-
 @pytest.mark.parametrize("solution", [load_linear_reference, load_linear_device_argument, load_linear_by_hand])
 def test_load_without_copy_solutions(solution):
     assert_correct("ch7.load_without_copy", solution)
@@ -381,182 +335,6 @@ def test_load_without_copy_rejects(answer, words):
 
 def test_load_without_copy_rejects_a_class():
     assert_wrong("ch7.load_without_copy", nn.Linear)
-
-
-# --- tutorial_lib.workers, in this process ------------------------------------------------------------------
-
-
-def test_fill_in_place_writes_into_the_given_tensor():
-    tensor = torch.zeros(4)
-    workers.fill_in_place(tensor, 7.0)
-    assert torch.equal(tensor, torch.full((4,), 7.0))
-
-
-def test_double_from_queue_replies_and_doubles():
-    import queue
-
-    inbox, outbox = queue.SimpleQueue(), queue.SimpleQueue()
-    tensor = torch.arange(4.0)
-    inbox.put(tensor)
-    workers.double_from_queue(inbox, outbox)
-    assert outbox.get() is False  # never sent through a process boundary, so not in shared memory
-    assert outbox.get() == "doubled"
-    assert torch.equal(tensor, torch.tensor([0.0, 2.0, 4.0, 6.0]))
-
-
-def _regression_data():
-    generator = torch.Generator().manual_seed(0)
-    inputs = torch.randn(64, 3, generator=generator)
-    targets = inputs @ torch.tensor([[2.0], [-1.0], [0.5]]) + 0.3
-    return inputs, targets
-
-
-def test_hogwild_train_in_one_process_learns_and_records_losses():
-    torch.manual_seed(0)
-    inputs, targets = _regression_data()
-    model = nn.Linear(3, 1)
-    weight = model.weight
-    losses = torch.zeros(2, 30)
-    workers.hogwild_train(model, inputs, targets, steps=30, lr=0.1, losses=losses, rank=1)
-    assert model.weight is weight  # updated in place, as shared parameters must be
-    assert torch.all(losses[0] == 0)
-    assert losses[1, -1] < losses[1, 0] / 100
-
-
-def _empty_log(entries):
-    return (
-        torch.full((entries,), -1, dtype=torch.int64),
-        torch.zeros(entries, 4),
-        torch.zeros(1, dtype=torch.int64),
-    )
-
-
-def test_hogwild_train_logged_in_one_process_logs_every_update_exactly():
-    import threading
-
-    torch.manual_seed(0)
-    inputs, targets = _regression_data()
-    model = nn.Linear(3, 1)
-    start = workers.flat_parameters(model)
-    loss_before = nn.functional.mse_loss(model(inputs), targets).item()
-    log_worker, log_update, log_length = _empty_log(30)
-    workers.hogwild_train_logged(
-        model, inputs, targets, 30, 0.1, 1, threading.Barrier(1), threading.Lock(), log_worker, log_update, log_length
-    )
-    assert int(log_length) == 30
-    assert torch.all(log_worker == 1)
-    replayed = start.clone()
-    for update in log_update:
-        replayed += update
-    assert torch.equal(replayed, workers.flat_parameters(model))  # the log accounts for every bit of the change
-    assert nn.functional.mse_loss(model(inputs), targets).item() < loss_before / 100
-
-
-def test_flat_parameters_is_a_copy_in_parameter_order():
-    model = nn.Linear(3, 1)
-    flat = workers.flat_parameters(model)
-    assert torch.equal(flat, torch.cat([model.weight.detach().reshape(-1), model.bias.detach()]))
-    assert not tl.shares_memory(flat, model.weight)
-
-
-def test_ddp_replica_with_world_size_one(tmp_path):
-    report = torch.zeros(1, 5, 4)
-    workers.ddp_replica(0, 1, str(tmp_path / "rendezvous"), report)
-    torch.manual_seed(0)
-    assert torch.equal(report[0, 0], workers.flat_parameters(nn.Linear(3, 1)))
-    assert torch.equal(report[0, 0], report[0, 1])  # rank 0 broadcasts to itself: unchanged
-    assert not torch.equal(report[0, 1], report[0, 2])  # one SGD step
-    assert torch.equal(report[0, 2], report[0, 3])  # only rank 1 edits its copy
-    assert report[0, 4, 0] == 0.0  # a process's own parameters are not in shared memory
-
-
-# --- tutorial_lib.workers, in child processes (what the notebook runs) -------------------------------------
-# The notebook starts children with "forkserver" (the server preloads tutorial_lib.workers) where the platform has
-# it, else with "spawn" (Windows). Every worker test runs under each start method this platform has of the two.
-
-START_METHODS = [method for method in ("forkserver", "spawn") if method in mp.get_all_start_methods()]
-
-
-@pytest.fixture(params=START_METHODS)
-def context(request):
-    context = mp.get_context(request.param)
-    if request.param == "forkserver":
-        context.set_forkserver_preload(["tutorial_lib.workers"])  # as the notebook does
-    return context
-
-
-def _run(context, target, args_list, timeout=120):
-    processes = [context.Process(target=target, args=args) for args in args_list]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-            process.join()
-    return [process.exitcode for process in processes]
-
-
-def _shared_regression_model():
-    """The data and a fresh ``nn.Linear(3, 1)`` in shared memory, seeded as the notebook's Hogwild cell is."""
-    torch.manual_seed(0)
-    inputs, targets = _regression_data()
-    model = nn.Linear(3, 1)
-    model.share_memory()
-    return inputs, targets, model
-
-
-@pytest.mark.slow
-def test_a_child_writes_into_shared_memory(context):
-    tensor = torch.zeros(4).share_memory_()
-    assert _run(context, workers.fill_in_place, [(tensor, 3.0)]) == [0]
-    assert torch.equal(tensor, torch.full((4,), 3.0))
-
-
-@pytest.mark.slow
-def test_hogwild_with_two_workers_trains_the_parent_model(context):
-    inputs, targets, model = _shared_regression_model()
-    before = workers.flat_parameters(model)
-    losses = torch.zeros(2, 40).share_memory_()
-    args = [(model, inputs[rank::2], targets[rank::2], 40, 0.1, losses, rank) for rank in range(2)]
-    assert _run(context, workers.hogwild_train, args) == [0, 0]
-    assert not torch.equal(workers.flat_parameters(model), before)
-    assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
-    assert torch.all(losses[:, 0] > 0)
-
-
-@pytest.mark.slow
-def test_hogwild_train_logged_with_two_workers_accounts_for_both(context):
-    inputs, targets, model = _shared_regression_model()
-    start = workers.flat_parameters(model)
-    log_worker, log_update, log_length = (t.share_memory_() for t in _empty_log(80))
-    barrier, lock = context.Barrier(2), context.Lock()
-    args = [
-        (model, inputs[rank::2], targets[rank::2], 40, 0.1, rank, barrier, lock, log_worker, log_update, log_length)
-        for rank in range(2)
-    ]
-    assert _run(context, workers.hogwild_train_logged, args) == [0, 0]
-    assert int(log_length) == 80
-    assert torch.bincount(log_worker, minlength=2).tolist() == [40, 40]
-    replayed = start.clone()
-    for update in log_update:
-        replayed += update
-    assert torch.equal(replayed, workers.flat_parameters(model))
-    assert nn.functional.mse_loss(model(inputs), targets).item() < 1e-3
-
-
-@pytest.mark.slow
-def test_ddp_replicas_in_two_processes_hold_copies(context, tmp_path):
-    report = torch.zeros(2, 5, 4).share_memory_()
-    init_file = os.fspath(tmp_path / "rendezvous")
-    assert _run(context, workers.ddp_replica_process, [(rank, 2, init_file, report) for rank in range(2)]) == [0, 0]
-    assert not torch.equal(report[0, 0], report[1, 0])  # different seeds
-    assert torch.equal(report[0, 1], report[1, 1])  # DDP copied rank 0's parameters into rank 1
-    assert torch.equal(report[0, 2], report[1, 2])  # averaged gradients: identical steps
-    assert torch.equal(report[0, 3], report[0, 2])  # rank 1's edit did not reach rank 0
-    assert torch.allclose(report[1, 3, :3], report[1, 2, :3] + 100)
-    assert torch.all(report[:, 4, 0] == 0)
 
 
 # --- the chapter's independent review: more wrong answers and unusual right ones ---------------------------

@@ -45,39 +45,6 @@ def double_from_queue(inbox, outbox) -> None:
     outbox.put("doubled")
 
 
-def hogwild_train(
-    model: nn.Module,
-    inputs: torch.Tensor,
-    targets: torch.Tensor,
-    steps: int,
-    lr: float,
-    losses: torch.Tensor,
-    rank: int,
-) -> None:
-    """Hogwild-style training: plain SGD steps on a model whose parameters live in shared memory.
-
-    Several processes run this at once on the same ``model`` (after ``model.share_memory()``), without locks:
-    each computes gradients in its own memory and writes its update straight into the shared parameters.
-    The loss of every step is recorded in ``losses[rank, step]``, a shared tensor the parent reads.
-
-    Args:
-        model: the shared model (any module mapping ``inputs`` to predictions shaped like ``targets``).
-        inputs, targets: this worker's part of the data.
-        steps: how many SGD steps to take.
-        lr: the learning rate.
-        losses: a shared float tensor of shape ``(number of workers, at least steps)``.
-        rank: this worker's row in ``losses``.
-    """
-    torch.set_num_threads(1)  # several processes share the CPU cores: one thread each avoids oversubscription
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    for step in range(steps):
-        optimizer.zero_grad()
-        loss = nn.functional.mse_loss(model(inputs), targets)
-        loss.backward()
-        optimizer.step()  # writes into the shared parameters, which the other workers read
-        losses[rank, step] = loss.detach()
-
-
 def hogwild_train_logged(
     model: nn.Module,
     inputs: torch.Tensor,
@@ -201,7 +168,6 @@ def ddp_replica_process(rank: int, world_size: int, init_file: str, report: torc
 __all__ = [
     "fill_in_place",
     "double_from_queue",
-    "hogwild_train",
     "hogwild_train_logged",
     "flat_parameters",
     "ddp_replica",

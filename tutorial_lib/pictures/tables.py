@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from ..common.checks import describe
 from ..facts.ops import OpReport, view_or_copy
 
 
@@ -11,6 +12,8 @@ class OpTable:
     """A rendered ``OpReport``: shows as an HTML table in Jupyter, as aligned text in ``print``."""
 
     def __init__(self, report: OpReport):
+        if not isinstance(report, OpReport):
+            raise TypeError(f"report must be an OpReport from view_or_copy, got {describe(report)}")
         self.report = report
 
     def __str__(self) -> str:

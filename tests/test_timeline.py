@@ -1,4 +1,4 @@
-"""The memory timeline and the op table draw what the model layer measured, nothing else."""
+"""The memory timeline draws what the model layer measured, nothing else (the op table: test_tables.py)."""
 
 import matplotlib
 
@@ -10,7 +10,6 @@ import torch  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.facts.memory import MiB  # noqa: E402
-from tutorial_lib.pictures.tables import op_table  # noqa: E402
 from tutorial_lib.pictures.timeline import draw_memory_timeline  # noqa: E402
 
 
@@ -66,22 +65,6 @@ def test_timeline_bad_input():
     with tl.measure_memory() as unfinished:
         with pytest.raises(ValueError, match="still measuring"):
             draw_memory_timeline(unfinished)
-
-
-def test_op_table_html_and_text_agree_with_the_report():
-    x = torch.arange(6.0).view(2, 3)
-    report = tl.view_or_copy(["x.t()", "x[[0]]", "x.add_(1)"], x=x)
-    table = op_table(report)
-    html_text = table._repr_html_()
-    assert html_text.count("<tr>") == 1 + len(report)
-    for word in ("👁 view", "📄 copy", "✎ in-place"):
-        assert word in html_text  # verdicts in words, not colour
-    assert str(table) == str(report)
-    assert str(op_table(["x.t()"], x=x)).splitlines()[2].split()[:2] == ["x.t()", "view"]
-    with pytest.raises(ValueError, match="tensors"):
-        op_table(report, x=x)
-    with pytest.raises(TypeError, match="expressions"):
-        op_table("x.t()", x=x)
 
 
 def test_summary_says_op_in_the_singular_for_one_op():

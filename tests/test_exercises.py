@@ -1,0 +1,159 @@
+"""What every exercise shares: the notebooks' exercises are the registered ones, and an untouched stub is "not
+attempted", never "wrong" and never an error. The chapters' reference and wrong answers are in
+test_exercises_chapterN.py."""
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from torch import nn
+
+import tutorial_lib as tl
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+CHECK_CALL = re.compile(r"""tl\.check\(\s*["']([^"']+)["']""")
+
+
+def notebook_checks():
+    """``{exercise id: the source of the code cell before its tl.check cell}`` over every notebook."""
+    checks = {}
+    for path in NOTEBOOKS:
+        cells = [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+        for before, cell in zip(cells, cells[1:]):
+            for exercise_id in CHECK_CALL.findall(cell.source):
+                assert exercise_id not in checks, f"{exercise_id} is checked twice ({path.name})"
+                checks[exercise_id] = before.source
+    return checks
+
+
+def test_registered_exercises_are_the_notebooks_exercises():
+    assert sorted(notebook_checks()) == tl.exercise_ids()
+
+
+# --- stubs: the notebook's stub, as the learner first runs it, for every exercise answered with a function or class
+
+
+def storage_index(shape, stride, offset, index): ...
+
+
+def sliding_windows(x, k): ...
+
+
+def every_other_column(x): ...
+
+
+def accumulate(y, x): ...
+
+
+def dz_dx2(x1, x2):
+    # x1 and x2 are Python floats; use math.log, math.sin, math.cos
+    ...
+
+
+def freeze_all_but_last(model): ...
+
+
+def predict(model, x): ...
+
+
+def average_loss(model, batches): ...
+
+
+def independent_copy(x): ...
+
+
+def sgd_step(w, lr): ...
+
+
+def fresh_leaf(x): ...
+
+
+def fixed_block(x, linear): ...
+
+
+class MyLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inputs, weight, bias=None): ...
+
+    @staticmethod
+    def backward(ctx, grad_output): ...
+
+
+def adam_state_bytes(model): ...
+
+
+def standardize_rows_low_peak(x): ...
+
+
+def what_to_save(piece): ...
+
+
+class FixedNormalizer(nn.Module):
+    def __init__(self, mean, std):
+        super().__init__()
+        ...  # store mean and std so that .to() converts them
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+def load_linear(path, in_features, out_features): ...
+
+
+STUBS = {
+    "ch1.element_address": storage_index,
+    "ch1.sliding_window": sliding_windows,
+    "ch2.make_view": every_other_column,
+    "ch2.inplace_update": accumulate,
+    "ch3.chain_rule": dz_dx2,
+    "ch3.freeze": freeze_all_but_last,
+    "ch3.inference": predict,
+    "ch3.average_loss": average_loss,
+    "ch4.independent_copy": independent_copy,
+    "ch4.safe_update": sgd_step,
+    "ch4.new_leaf": fresh_leaf,
+    "ch5.fix_residual": fixed_block,
+    "ch5.custom_linear": MyLinear,
+    "ch6.adam_state_bytes": adam_state_bytes,
+    "ch6.reduce_peak": standardize_rows_low_peak,
+    "ch7.save_small": what_to_save,
+    "ch7.module_to": FixedNormalizer,
+    "ch7.load_without_copy": load_linear,
+}
+FUNCTION_EXERCISES = [exercise_id for exercise_id, stub in STUBS.items() if not isinstance(stub, type)]
+
+
+def only_a_docstring(*args):
+    """A docstring and nothing else is still a stub."""
+
+
+def only_pass(*args):
+    pass
+
+
+def test_stubs_cover_every_exercise_answered_with_a_function_or_class():
+    answered_with_code = {
+        exercise_id
+        for exercise_id, stub_source in notebook_checks().items()
+        if isinstance(ast.parse(stub_source).body[0], (ast.FunctionDef, ast.ClassDef))
+    }
+    assert set(STUBS) == answered_with_code
+
+
+@pytest.mark.parametrize("exercise_id", tl.exercise_ids())
+def test_ellipsis_is_not_attempted(exercise_id):
+    assert tl.check(exercise_id, ...).status == "not attempted"
+
+
+@pytest.mark.parametrize("exercise_id, stub", STUBS.items(), ids=list(STUBS))
+def test_the_notebooks_stub_is_not_attempted(exercise_id, stub):
+    assert tl.check(exercise_id, stub).status == "not attempted"
+
+
+@pytest.mark.parametrize("stub", [only_a_docstring, only_pass])
+@pytest.mark.parametrize("exercise_id", FUNCTION_EXERCISES)
+def test_a_function_that_only_has_a_docstring_or_pass_is_not_attempted(exercise_id, stub):
+    assert tl.check(exercise_id, stub).status == "not attempted"
