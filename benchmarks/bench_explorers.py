@@ -22,8 +22,8 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tutorial_lib.explorers.layout_explorers import OPERATIONS, stride_explorer, view_copy_explorer  # noqa: E402
-from tutorial_lib.pictures.layout_picture import draw_layout, layout_picture, redraw_layout  # noqa: E402
-from tutorial_lib.pictures.render_mpl import png_bytes as _png_bytes  # noqa: E402
+from tutorial_lib.pictures.layout_picture import draw_layout, layout_picture, layout_scene  # noqa: E402
+from tutorial_lib.pictures.render_mpl import png_bytes, render  # noqa: E402
 
 # Settings a learner steps through in the stride explorer: (widget, value), one update each.
 STRIDE_STEPS = [
@@ -98,19 +98,19 @@ def main() -> None:
     )
 
     def stepper_step(i):
-        # Next (run one statement, snapshot graph and hazards) and the SVG the widget shows; Back to step 1
-        # every fifth update (Back reruns from scratch).
+        # Next (run one statement, snapshot graph and hazards) and the inline SVG the widget shows; Back to
+        # step 1 every fifth update (Back reruns from scratch).
         if stepper.position == len(stepper.steps):
             stepper.goto(1)
         stepper.step_forward()
-        stepper.render_svg()
+        stepper.svg_html()
 
     rows.append(("GraphStepper: Next (run a step, graph, hazards, SVG)", timed(stepper_step, repeats)))
 
     def figure_step(i):
         stride_step(i)
         if explorer.picture is not None:
-            _png_bytes(explorer.figure, dpi=72)
+            png_bytes(explorer.figure, dpi=72)
 
     rows.append(("  for comparison: stride change + matplotlib redraw + PNG", timed(figure_step, repeats)))
 
@@ -118,7 +118,10 @@ def main() -> None:
     figure = Figure()
     picture = layout_picture(matrix, matrix.t(), matrix[1:, 1:3])
     rows.append(
-        ("  redraw_layout(3x4, .t(), slice) into one figure", timed(lambda i: redraw_layout(figure, picture), repeats))
+        (
+            "  render(layout_scene(3x4, .t(), slice), fig=one figure)",
+            timed(lambda i: render(layout_scene(picture), fig=figure), repeats),
+        )
     )
 
     huge = torch.empty(10**8)

@@ -22,50 +22,18 @@ import argparse
 import io
 import shutil
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import matplotlib
-import torch
-from torch import nn
 
-from tutorial_lib.facts.graph import autograd_graph
-from tutorial_lib.pictures.graph_picture import draw_graph, graph_svg
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the residual net the tests use
 
+from models import residual  # noqa: E402
 
-class Block(nn.Module):
-    """x + fc2(relu(fc1(x))): 10 backward-graph nodes with its parameters."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.fc1 = nn.Linear(width, width)
-        self.fc2 = nn.Linear(width, width)
-
-    def forward(self, x):
-        return x + self.fc2(torch.relu(self.fc1(x)))
-
-
-class ResidualMLP(nn.Module):
-    """stem -> ReLU -> ``depth`` residual blocks -> head."""
-
-    def __init__(self, depth: int, width: int = 8, inputs: int = 4):
-        super().__init__()
-        self.stem = nn.Linear(inputs, width)
-        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
-        self.head = nn.Linear(width, 1)
-
-    def forward(self, x):
-        h = torch.relu(self.stem(x))
-        for block in self.blocks:
-            h = block(h)
-        return self.head(h)
-
-
-def residual_loss(depth: int):
-    """(model, loss) with a backward graph of 12 + 10 * depth nodes."""
-    torch.manual_seed(0)
-    model = ResidualMLP(depth)
-    loss = model(torch.randn(16, 4)).pow(2).mean()
-    return model, loss
+from tutorial_lib.facts.graph import autograd_graph  # noqa: E402
+from tutorial_lib.pictures.graph_picture import draw_graph, graph_svg  # noqa: E402
 
 
 def median_seconds(run, repeats: int) -> float:
@@ -120,7 +88,7 @@ def main() -> None:
     have_torchviz = torchviz_available()
     whole = dict(collapse="none", max_nodes=2000)
     for depth in (24, 99):
-        model, loss = residual_loss(depth)
+        model, loss = residual(depth, width=8, inputs=4, batch=16)  # 12 + 10 * depth nodes
         nodes = autograd_graph(loss).total_nodes
         if have_torchviz:
             rows.append(("torchviz make_dot + dot -Tsvg", nodes, time_torchviz(loss, model, args.repeats)))

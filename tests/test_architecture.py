@@ -173,9 +173,9 @@ TESTED_BY = {
     "pictures/render_mpl.py": ["test_renderers.py"],
     "pictures/render_svg.py": ["test_renderers.py"],
     "pictures/layout_picture.py": ["test_layout_picture.py"],
-    "pictures/graph_placement.py": ["test_graph_pictures.py"],
-    "pictures/graph_groups.py": ["test_graph_pictures.py"],
-    "pictures/graph_picture.py": ["test_graph_pictures.py"],
+    "pictures/graph_placement.py": ["test_graph_placement.py"],
+    "pictures/graph_groups.py": ["test_graph_groups.py"],
+    "pictures/graph_picture.py": ["test_graph_picture.py"],
     "pictures/timeline.py": ["test_timeline.py"],
     "pictures/tables.py": ["test_tables.py"],
     "explorers/base.py": ["test_layout_explorers.py", "test_graph_stepper.py"],
@@ -183,7 +183,7 @@ TESTED_BY = {
     "explorers/graph_stepper.py": ["test_graph_stepper.py"],
     "exercises/__init__.py": ["test_exercises.py"],
     **{f"exercises/chapter{n}.py": [f"test_exercises_chapter{n}.py"] for n in range(1, 8)},
-    "tools/errors.py": ["test_graph_pictures.py"],
+    "tools/errors.py": ["test_errors.py"],
     "tools/magics.py": ["test_magics.py"],
     "tools/explain.py": ["test_explain_cli.py"],
 }
@@ -200,15 +200,6 @@ NAMED_OTHERWISE = {
     "pictures/render_mpl.py": "see pictures/scene.py",
     "pictures/render_svg.py": "see pictures/scene.py",
     "explorers/base.py": "the explorers' common base, tested through the two explorers built on it",
-}
-
-#: Modules split out of a bigger one whose tests still live in the old file (the state while issue 12 is done):
-#: module -> the test module it is to get. The coordinator empties this table.
-NOT_YET_SPLIT = {
-    "pictures/graph_placement.py": "test_graph_placement.py",
-    "pictures/graph_groups.py": "test_graph_groups.py",
-    "pictures/graph_picture.py": "test_graph_picture.py",
-    "tools/errors.py": "test_errors.py",
 }
 
 #: Test modules that test no one library module, and what they test instead.
@@ -236,11 +227,8 @@ def test_every_module_has_a_test_module_named_after_it():
         path = Path(module)
         stem = path.parent.name if path.stem == "__init__" else path.stem
         named = {f"test_{stem}.py", f"test_{path.parent.name}_{stem}.py"}
-        expected = NOT_YET_SPLIT.get(module)
         if module in NAMED_OTHERWISE:
             assert NAMED_OTHERWISE[module], module
-        elif expected:
-            assert expected in named, f"{module}: {expected} is not named after it"
         else:
             assert tests[0] in named, f"{module} is tested in {tests}, none named after it"
 

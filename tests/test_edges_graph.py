@@ -1,4 +1,4 @@
-"""graph.py / graph_pictures.py / graph_explorers.py at the edges (issue 13, sections 3 and 4).
+"""facts/graph.py, pictures/graph_picture.py and explorers/graph_stepper.py at the edges (issue 13, sections 3 and 4).
 
 Ground truth is always torch's: whether a real ``backward()`` raises "modified by an inplace operation",
 the versions and the "output N of X" its message names, an independent walk of ``next_functions``,
@@ -32,6 +32,7 @@ from tests.test_graph import (
     versions_in,
 )
 from tutorial_lib import autograd_graph, inplace_hazards
+from tutorial_lib.pictures.scene import visible
 
 OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
 
@@ -419,6 +420,7 @@ def test_graph_svg_with_control_characters_in_names_parses(name):
         warnings.simplefilter("error")  # no "Glyph 1 missing from font" from matplotlib either
         figure = tl.draw_graph(x.exp() * x, names={name: x})
         figure.canvas.draw()
+    assert visible(name) in [text for ident, text in figure.scene.texts() if ident.startswith("label:")]
 
 
 # ---------------------------------------------------------------------------------------------------------

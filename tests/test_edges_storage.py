@@ -1,4 +1,4 @@
-"""layout, shares_memory, same_storage and draw_layout on odd tensors (issue 13, section 4).
+"""layout, shares_memory, same_storage, storage_values_text and draw_layout on odd tensors (issue 13, section 4).
 
 Ground truth: per-element data pointers, values of an ``arange`` storage (each element's value is its
 storage index), ``numpy.shares_memory``, and Python-int address arithmetic for meta tensors.
@@ -7,11 +7,14 @@ storage index), ``numpy.shares_memory``, and Python-int address arithmetic for m
 import itertools
 
 import numpy as np
+import pytest
 import torch
+from ground_truth import truth_map
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import draw_layout, layout, layout_summary, same_storage, shares_memory
+from tutorial_lib.facts.storage import ReadOverlap, compare_reads, storage_values_text
 from tutorial_lib.pictures.layout_picture import MAX_CELLS, layout_picture
 
 
@@ -60,6 +63,73 @@ def test_draw_layout_caps_max_cells():
     assert len(drawn) <= MAX_CELLS < t.numel()
     assert f"capped at {MAX_CELLS}" in picture.summary
     assert layout_picture(t, max_cells=64).summary == layout_summary(t)  # the usual case is unchanged
+
+
+def test_storage_values_text_reads_raw_storage():
+    base = torch.tensor([0.5, 1.0, 2.25, 3.0, float("nan"), 1e9])
+    view = base[::2]
+    assert storage_values_text(view) == ("0.5", "1", "2.25", "3", "nan", "1e+09")
+    assert storage_values_text(view, 1, 3) == ("1", "2.25")
+    assert storage_values_text(base, max_cells=2) == ("0.5", "1")
+    assert storage_values_text(torch.tensor([True, False])) == ("T", "F")
+    assert storage_values_text(torch.tensor([1 + 2j])) == ("1+2j",)
+    assert storage_values_text(torch.arange(3), np.int64(1)) == ("1", "2")
+    assert storage_values_text(torch.empty(4, device="meta"), 1) == ("", "", "")
+    assert storage_values_text(base, 6) == ()
+    with pytest.raises(ValueError, match="start and stop"):
+        storage_values_text(base, 4, 7)
+    with pytest.raises(TypeError, match="start"):
+        storage_values_text(base, 1.5)
+    with pytest.raises(TypeError, match="stop"):
+        storage_values_text(base, 0, True)
+    with pytest.raises(TypeError, match="t must be a torch.Tensor"):
+        storage_values_text([1, 2])
+    with pytest.raises(ValueError, match="max_cells"):
+        storage_values_text(base, max_cells=0)
+
+
+def test_positions_at_lists_the_elements_reading_each_cell_like_torch():
+    matrix = torch.arange(12.0).reshape(3, 4)
+    e = matrix[:, :2].expand(2, 3, 2)
+    truth = truth_map(e)
+    found = layout(e).positions_at(range(12))
+    assert {index: tuple(positions) for index, positions in found.items()} == truth
+    assert layout(e).positions_at([5, 11]) == {5: [3, 9]}  # only the cells asked for
+    # A truncated listing knows its first elements and, with ``tail``, its last ones; nothing in between.
+    long = torch.arange(100.0)
+    assert layout(long, max_elements=10).positions_at(range(100)) == {i: [i] for i in range(10)}
+    with_tail = layout(long, max_elements=10).positions_at(range(100), tail=5)
+    assert with_tail == {i: [i] for i in [*range(10), *range(95, 100)]}
+
+
+def test_read_counts_and_step_targets_match_torch():
+    v = torch.arange(4.0)
+    assert layout(v.expand(3, 4)).read_counts() == (3, 3)
+    assert layout(v).read_counts() == (1, 1)
+    assert layout(torch.arange(100.0), max_elements=10).read_counts() is None  # not all listed: unknown
+    t = torch.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1)[1:, :, ::2]
+    truth = torch.arange(t.untyped_storage().nbytes() // 4).as_strided(t.shape, t.stride(), t.storage_offset())
+    origin = truth[0, 0, 0].item()
+    steps = [(0, origin, truth[1, 0, 0].item()), (1, origin, truth[0, 1, 0].item()), (2, origin, truth[0, 0, 1].item())]
+    assert layout(t).step_targets() == tuple(steps)
+    assert layout(v[None]).step_targets() == ((1, 0, 1),)  # a dimension of size 1 is never stepped along
+    assert layout(v[2]).step_targets() == () and layout(v[:0]).step_targets() == ()
+
+
+def test_compare_reads_counts_shared_cells_and_bytes():
+    a = torch.arange(12.0).reshape(3, 4)
+    assert compare_reads(layout(a), layout(a.t())) == ReadOverlap("cell", 12, 12, 12, False)
+    assert compare_reads(layout(a), layout(a.flatten())) == ReadOverlap("cell", 12, 12, 12, True)
+    assert compare_reads(layout(a[0]), layout(a[2])) == ReadOverlap("cell", 4, 4, 0, False)
+    assert compare_reads(layout(a[1:, 1:3]), layout(a)) == ReadOverlap("cell", 4, 12, 4, False)
+    halves = a[:, 1:3].view(torch.int16)
+    byte_truth = byte_addresses(halves) & byte_addresses(a[1])
+    overlap = compare_reads(layout(halves), layout(a[1]))
+    assert overlap == ReadOverlap("byte", 24, 16, len(byte_truth), False) and overlap.common == 8
+    assert compare_reads(layout(torch.arange(100.0), max_elements=10), layout(a)) is None  # not all listed
+    assert compare_reads(layout(a[:0]), layout(a)) is None
+    with pytest.raises(TypeError, match="b must be a Layout"):
+        compare_reads(layout(a), a)
 
 
 # ====================================================================================== property tests

@@ -25,7 +25,17 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import Graph, GraphNode, Hazard, autograd_graph, inplace_hazards
-from tutorial_lib.facts.graph import DEFAULT_MAX_NODES
+from tutorial_lib.facts.graph import (
+    DEFAULT_MAX_NODES,
+    FREED_ERROR_ALREADY_FREED,
+    FREED_ERROR_SECOND_BACKWARD,
+    VERSION_ERROR,
+    describe_saved,
+    error_shape_and_dtype,
+    error_versions,
+    grad_fn_of,
+    refused_graph,
+)
 
 INPLACE_ERROR = "modified by an inplace operation"
 VERSIONS_IN_ERROR = re.compile(r"is at version (\d+); expected version (\d+)")
@@ -769,6 +779,57 @@ def test_saved_tensors_hooks_are_listed_not_unpacked():
     assert "unpack" in calls
 
 
+def _states(t) -> list[tuple[str, str, str]]:
+    return [(n.name, s.attribute, s.state) for n in autograd_graph(t).nodes for s in n.saved]
+
+
+def test_saved_tensor_state_ok_then_freed_by_backward():
+    x = torch.ones(3, requires_grad=True)
+    loss = (x.exp() * 3).sum()
+    assert _states(loss) == [("MulBackward0", "other", "ok"), ("ExpBackward0", "result", "ok")]
+    assert backward_error(loss) is None
+    assert _states(loss) == [("MulBackward0", "other", "freed"), ("ExpBackward0", "result", "freed")]
+
+
+def test_saved_tensor_state_stale_exactly_when_backward_refuses():
+    x = torch.ones(3, requires_grad=True)
+    y = x.exp()
+    loss = y.sum()
+    y.add_(1)
+    assert _states(loss) == [("ExpBackward0", "result", "stale")]
+    assert INPLACE_ERROR in str(backward_error(loss))
+
+
+def test_saved_tensor_state_hooked_under_saved_tensors_hooks_even_when_edited():
+    x = torch.ones(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        y = x * 1
+        z = y.sin()
+    y.add_(1)  # the hooks skip the version check: not stale
+    assert [state for state in _states(z) if state[0] == "SinBackward0"] == [("SinBackward0", "self", "hooked")]
+
+
+def test_saved_tensor_state_unknown_behind_an_earlier_stale_output():
+    class TwoOutputs(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            doubled, tripled = a * 2, a * 3
+            ctx.save_for_backward(doubled, tripled)
+            return doubled, tripled
+
+        @staticmethod
+        def backward(ctx, grad_doubled, grad_tripled):
+            _ = ctx.saved_tensors  # reading them is the version check
+            return grad_doubled * 2 + grad_tripled * 3
+
+    x = torch.ones(3, requires_grad=True)
+    doubled, tripled = TwoOutputs.apply(x)
+    doubled.add_(1)
+    tripled.add_(1)
+    states = [state for name, _, state in _states(doubled.sum() + tripled.sum()) if name == "TwoOutputsBackward"]
+    assert states == ["stale", "unknown"]  # backward stops at the first: the second's saved version is not read
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 5. Size caps
 # ---------------------------------------------------------------------------------------------------------
@@ -958,3 +1019,60 @@ def test_hazard_explanation_calls_a_zero_dim_tensor_a_scalar():
     e.add_(1)
     (hazard,) = inplace_hazards(e * 1)
     assert "(a float64 scalar)" in hazard.explanation
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 8. The helpers other modules use: autograd's messages, grad_fn_of, refused_graph, describe_saved
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_error_versions_and_shape_read_autograds_message():
+    x = torch.ones(2, 3, requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    y.add_(1)
+    message = backward_error(y)
+    assert VERSION_ERROR.search(message)
+    assert error_versions(message) == (2, 0) == error_versions(RuntimeError(message))
+    assert error_shape_and_dtype(message) == ((2, 3), torch.float32)
+    assert error_versions("another error") is None and error_shape_and_dtype("another error") == (None, None)
+
+
+def test_both_freed_constants_are_parts_of_autograds_second_backward_error():
+    x = torch.ones(2, requires_grad=True)
+    loss = x.exp().sum()
+    loss.backward()
+    with pytest.raises(RuntimeError) as second:
+        loss.backward()
+    assert FREED_ERROR_SECOND_BACKWARD in str(second.value) and FREED_ERROR_ALREADY_FREED in str(second.value)
+    with pytest.raises(RuntimeError) as read:
+        loss.grad_fn.next_functions[0][0]._saved_result  # reading a freed saved tensor: the second part only
+    assert FREED_ERROR_ALREADY_FREED in str(read.value)
+
+
+def test_grad_fn_of_returns_autograds_reason_instead_of_raising():
+    x = torch.ones(4, requires_grad=True) * 1
+    first, _ = x.split(2)
+    assert grad_fn_of(x) == (x.grad_fn, None)
+    x.add_(1)  # the base of split()'s outputs changed in place: their grad_fn cannot be built
+    fn, reason = grad_fn_of(first)
+    assert fn is None and "modified inplace" in reason
+    graph = refused_graph(first, reason)
+    assert [n.kind for n in graph.nodes] == ["output"] and reason in graph.unseen[0]
+    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+        grad_fn_of([1.0])
+    with pytest.raises(TypeError, match="reason must be a str"):
+        refused_graph(first, None)
+
+
+def test_describe_saved_names_the_saved_tensor_and_checks_its_arguments():
+    x = torch.ones(3, requires_grad=True)
+    graph = autograd_graph(x.exp() * x)
+    (mul,) = graph.find("MulBackward0")
+    (exp,) = graph.find("ExpBackward0")
+    assert describe_saved(exp, exp.saved[0]) == "the result of exp"
+    assert {describe_saved(mul, s) for s in mul.saved} == {"input 'self' of mul", "input 'other' of mul"}
+    with pytest.raises(TypeError, match="node must be a GraphNode"):
+        describe_saved("ExpBackward0", exp.saved[0])
+    with pytest.raises(TypeError, match="saved must be a SavedTensor"):
+        describe_saved(exp, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import pathlib
 import random
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 import tutorial_lib as tl
-from tutorial_lib.facts.inplace_watch import explanation_of
+from tutorial_lib.facts.inplace_watch import attach_source_lines, explanation_of, is_library_frame, recent_watches
 
 CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
 BUGGY = sorted(CORPUS.glob("bug_*.py"))
@@ -266,6 +267,38 @@ def test_anomaly_mode_metadata_gives_the_saving_line_without_the_watcher():
 def test_bad_arguments_get_a_clear_message(call, error):
     with pytest.raises(error, match="max_records|t must|error must"):
         call()
+
+
+def test_is_library_frame_tells_torch_and_tutorial_lib_from_the_users_code():
+    assert is_library_frame(torch.__file__)
+    assert is_library_frame(tl.__file__)
+    assert is_library_frame("<frozen runpy>")
+    assert not is_library_frame(__file__)
+    with pytest.raises(TypeError, match="filename must be a str"):
+        is_library_frame(pathlib.Path(__file__))
+
+
+def test_recent_watches_are_the_active_ones_else_the_last_finished():
+    with tl.watch_inplace() as outer:
+        assert recent_watches() == [outer]
+        with tl.watch_inplace() as inner:
+            assert recent_watches() == [outer, inner]
+    assert recent_watches() == [outer]
+
+
+def test_attach_source_lines_adds_the_lines_a_watch_recorded():
+    a = torch.randn(3, requires_grad=True)
+    with tl.watch_inplace():
+        e = a.exp()
+        e.mul_(2)
+    hazards = tl.inplace_hazards(e)  # inplace_hazards attaches them itself
+    plain = [dataclasses.replace(h, saved_at=None, changed_at=()) for h in hazards]
+    (annotated,) = attach_source_lines(e, plain)
+    assert annotated.saved_at == hazards[0].saved_at and annotated.changed_at == hazards[0].changed_at
+    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+        attach_source_lines("e", plain)
+    with pytest.raises(TypeError, match="hazards must be a list"):
+        attach_source_lines(e, tuple(plain))
 
 
 def test_watch_explain_checks_its_argument():

@@ -1,8 +1,11 @@
 """The explorers driven like a learner would, by setting widget values; checked against torch itself.
 
 No browser: widgets are plain traitlets objects, and setting ``.value`` runs the explorer's update.
+Pictures are checked on the explorer's ``scene`` (plain data), never on matplotlib artists.
 Update times are measured in benchmarks/bench_explorers.py, never asserted here.
 """
+
+import re
 
 import matplotlib
 
@@ -15,6 +18,7 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.explorers.layout_explorers import (  # noqa: E402
     OPERATIONS,
     StrideExplorer,
@@ -145,16 +149,42 @@ def test_dtype_changes_itemsize_and_byte_addresses():
     assert [b for *_, b in explorer.addresses][:3] == [0, 8, 16]
 
 
-def test_figure_is_one_reused_matplotlib_figure_matching_the_state():
+def svg_attribute(markup: str, name: str) -> str:
+    """The value of attribute ``name`` on the first ``<svg>`` tag of ``markup``."""
+    tag = re.search(r"<svg\b[^>]*>", markup).group(0)
+    return re.search(rf'\s{name}="([^"]*)"', tag).group(1)
+
+
+def test_scene_and_figure_follow_the_state_in_one_reused_figure():
     import matplotlib.pyplot as plt
 
     explorer = stride_explorer()
-    first = explorer.figure
-    assert isinstance(first, Figure) and first.summary == explorer.picture.summary
+    first, first_scene = explorer.figure, explorer.scene
+    assert isinstance(first, Figure) and first_scene.title == explorer.picture.summary
     set_layout(explorer, "4, 3", "1, 4")
     second = explorer.figure
-    assert second is first and second.layout_picture.read_map("t") == explorer.picture.read_map("t")
+    assert second is first and explorer.scene != first_scene and explorer.scene.title == explorer.picture.summary
+    width, height = second.get_size_inches() * 72
+    scale = explorer.scene.scale()
+    assert (round(width), round(height)) == (round(explorer.scene.width * scale), round(explorer.scene.height * scale))
     assert plt.get_fignums() == []
+
+
+def test_the_picture_is_inline_svg_at_the_scenes_size_within_the_page():
+    widths = []
+    for explorer in (stride_explorer(4), stride_explorer(24)):
+        scene, markup = explorer.scene, explorer.picture_view.value
+        assert "<img" not in markup and scene.scale() == 1
+        assert svg_attribute(markup, "width") == f"{scene.width:.1f}pt"
+        assert svg_attribute(markup, "height") == f"{scene.height:.1f}pt"
+        assert "max-width:100%" in svg_attribute(markup, "style")
+        widths.append(scene.width)
+    assert widths[0] < widths[1]  # the sizes follow the pictures
+    explorer.offset.value = 1  # out of bounds: the last picture stays, faded
+    assert explorer.scene is None and explorer.figure is None
+    assert "opacity:0.3" in explorer.picture_view.value and svg_attribute(explorer.picture_view.value, "width") == (
+        f"{widths[1]:.1f}pt"
+    )
 
 
 def test_big_shapes_with_stride_zero_stay_cheap():
@@ -252,7 +282,7 @@ def test_every_default_operation_runs_on_the_default_x():
     for expression in OPERATIONS:
         explorer.operation.value = expression
         assert explorer.row is not None, explorer.summary
-        assert explorer.figure.summary == explorer.picture.summary
+        assert explorer.scene.title == explorer.picture.summary
 
 
 def test_in_place_result_shows_the_changed_values():
@@ -266,7 +296,7 @@ def test_in_place_result_shows_the_changed_values():
 def test_an_operation_that_fails_for_this_x_is_explained():
     explorer = ViewCopyExplorer(torch.arange(5.0), operations=["x[0]", "x[:, 1]", "x.tolist()"])
     explorer.operation.value = "x[:, 1]"
-    assert explorer.row is None and explorer.figure is None
+    assert explorer.row is None and explorer.scene is None and explorer.figure is None
     assert "x[:, 1] cannot run on this x: IndexError" in explorer.summary
     assert "IndexError" in explorer.message.value
     explorer.operation.value = "x.tolist()"
@@ -280,6 +310,13 @@ def test_view_copy_explorer_displays_as_widgets_with_the_summary_as_text():
     bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("ViewCopyExplorer: x.t(): view, allocates 0 bytes")
+    assert bundle["text/plain"] == explorer.plain_text() == f"ViewCopyExplorer: {explorer.summary}"
+
+
+def test_the_factories_are_the_public_api_and_the_classes_stay_in_their_module():
+    assert "stride_explorer" in tl.__all__ and "view_copy_explorer" in tl.__all__
+    assert not {"StrideExplorer", "ViewCopyExplorer"} & set(tl.__all__) and not hasattr(tl, "StrideExplorer")
+    assert isinstance(tl.stride_explorer(), StrideExplorer) and isinstance(tl.view_copy_explorer(), ViewCopyExplorer)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from torch import nn
 
 from tutorial_lib import OpReport, OpRow, trace_ops, view_or_copy
 from tutorial_lib.facts.ops import KINDS
+from tutorial_lib.facts.watching import FRESH_LITERAL_OPS, is_fresh_literal, tensors_in
 
 LITERAL_OPS = {"aten::lift_fresh", "aten::lift_fresh_copy"}
 
@@ -632,3 +633,19 @@ def test_trace_ops_keeps_the_version_bumps_of_foreach_updates():
 
     assert run(contextlib.nullcontext) == (True, True)
     assert run(trace_ops) == (True, True)
+
+
+def test_tensors_in_finds_tensors_at_any_depth_in_order():
+    a, b, c = torch.ones(1), torch.ones(2), torch.ones(3)
+    found = tensors_in(((a, [1, "x", b]), {"out": c, "alpha": 2}))
+    assert [t.numel() for t in found] == [1, 2, 3] and found[0] is a
+    assert tensors_in((1, None, "y")) == []
+
+
+def test_is_fresh_literal_only_for_lift_fresh_of_memory_torch_allocated():
+    literal = torch.tensor([1.0, 2.0])
+    assert is_fresh_literal("aten::lift_fresh", literal)
+    assert {"aten::lift_fresh", "aten::lift_fresh_copy"} == FRESH_LITERAL_OPS
+    assert not is_fresh_literal("aten::add", literal)
+    # numpy's memory, which torch cannot resize: not a literal torch made
+    assert not is_fresh_literal("aten::lift_fresh", torch.from_numpy(np.ones(2)))

@@ -194,6 +194,15 @@ def test_bad_input_names_the_argument(call, argument):
     assert argument in str(error.value)
 
 
+def test_index_of_accepts_numpy_integers_and_refuses_bools_naming_the_position():
+    lay = layout(torch.arange(12.0).view(3, 4).t())
+    assert lay.index_of(np.int64(2), 1) == lay.index_of(2, 1) == 6
+    with pytest.raises(TypeError, match=r"^index\[1\] must be an int, got bool$"):
+        lay.index_of(0, True)
+    with pytest.raises(ValueError, match=r"^index\[0\] must be in \[0, 4\), got 4$"):
+        lay.index_of(4, 0)
+
+
 def test_layout_is_immutable_and_readable():
     lay = layout(torch.arange(12.0).view(3, 4).t()[1:])
     with pytest.raises(AttributeError):

@@ -6,7 +6,7 @@ against torch itself; importing it does not import matplotlib or ipywidgets and 
 
 from .exercises import Feedback, check, exercise_ids
 from .explorers.graph_stepper import GraphStepper
-from .explorers.layout_explorers import StrideExplorer, ViewCopyExplorer, stride_explorer, view_copy_explorer
+from .explorers.layout_explorers import stride_explorer, view_copy_explorer
 from .facts.graph import Graph, GraphNode, Hazard, SavedTensor, autograd_graph, inplace_hazards
 from .facts.inplace_watch import (
     InplaceExplanation,
@@ -20,7 +20,8 @@ from .facts.inplace_watch import (
 from .facts.memory import MemoryReport, format_bytes, measure_memory
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .facts.storage import Layout, layout, same_storage, shares_memory
-from .pictures.graph_picture import draw_graph, graph_layout, graph_svg
+from .pictures.graph_picture import draw_graph, graph_svg
+from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
 from .pictures.tables import OpTable, op_table
 from .pictures.timeline import draw_memory_timeline
@@ -48,8 +49,6 @@ __all__ = [
     "SavedTensor",
     "SourceLine",
     "OpTable",
-    "StrideExplorer",
-    "ViewCopyExplorer",
     "autograd_graph",
     "draw_graph",
     "graph_svg",

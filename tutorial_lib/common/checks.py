@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 
@@ -27,17 +29,25 @@ def require_tensor(value, name: str, *, allow_meta: bool = True) -> torch.Tensor
 
 
 def require_bool(value, name: str) -> bool:
+    """Return ``value`` if it is True or False, else raise TypeError naming ``name``."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {describe(value)}")
     return value
 
 
-def require_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+def require_int(value, name: str, minimum: int | None = None) -> int:
+    """Return ``value`` as an int (numpy integers count, bools do not), at least ``minimum`` when one is given."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {describe(value)}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def require_positive_int(value, name: str) -> int:
+    """Return ``value`` if it is an int of at least 1, else raise TypeError/ValueError naming ``name``."""
+    return require_int(value, name, 1)
 
 
 def shape_text(shape) -> str:
@@ -46,8 +56,3 @@ def shape_text(shape) -> str:
         return "?"
     shape = tuple(shape)
     return str(shape) if shape else "scalar"
-
-
-def plural(count: int, word: str) -> str:
-    """``count`` and ``word``, with an "s" unless the count is 1: ``plural(1, "op")`` is "1 op"."""
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -12,9 +12,9 @@ import tracemalloc
 import torch
 
 from ..facts.memory import measure_memory
-from ..facts.ops import _tensors_in, view_or_copy
+from ..facts.ops import view_or_copy
 from ..facts.storage import same_storage, shares_memory
-from ..facts.watching import WatcherMode
+from ..facts.watching import WatcherMode, tensors_in
 from . import correct, exercise, wrong
 
 # --- ch2.make_view --------------------------------------------------------------------------------------
@@ -206,12 +206,12 @@ class _MemoryFromElsewhere(WatcherMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        for tensor in _tensors_in((args, kwargs)):
+        for tensor in tensors_in((args, kwargs)):
             storage = tensor.untyped_storage()
             if storage._cdata not in self.known and storage.nbytes() >= self.size:
                 self.foreign.append(func._schema.name)
         result = func(*args, **kwargs)
-        self.known.update(t.untyped_storage()._cdata for t in _tensors_in(result))
+        self.known.update(t.untyped_storage()._cdata for t in tensors_in(result))
         return result
 
 

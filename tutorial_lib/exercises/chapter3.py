@@ -15,8 +15,7 @@ import numbers
 import torch
 from torch import nn
 
-from . import correct, exercise, is_stub, not_attempted, wrong
-from . import is_stub_function as _is_stub_function
+from . import correct, exercise, is_stub, is_stub_function, not_attempted, wrong
 
 
 def _not_a_function(example: str):
@@ -122,7 +121,7 @@ def _close(a: float, b: float) -> bool:
 def check_chain_rule(fn):
     if not callable(fn):
         return _not_a_function("def dz_dx2(x1, x2): ...")
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     results = []
     for x1, x2 in CHAIN_RULE_POINTS:
@@ -265,7 +264,7 @@ def last_layer(model: nn.Module) -> nn.Module:
 def check_freeze(fn):
     if not callable(fn):
         return _not_a_function("def freeze_all_but_last(model): ...")
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -417,7 +416,7 @@ def _run_watched(fn, model, x) -> tuple[object, _Recording]:
 def check_inference(fn):
     if not callable(fn):
         return _not_a_function("def predict(model, x): ...")
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     for start_in_training in (True, False):
         with torch.random.fork_rng(devices=[]):
@@ -520,7 +519,7 @@ def reference_average_loss(model: nn.Module, batches) -> float:
 def check_average_loss(fn):
     if not callable(fn):
         return _not_a_function("def average_loss(model, batches): ...")
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     from ..facts.memory import measure_memory  # imported here: the other chapter 3 checkers do not need it
 

@@ -13,8 +13,7 @@ import re
 import torch
 
 from ..facts.storage import shares_memory
-from . import call_keeping_grad_mode, correct, exercise, not_attempted, wrong
-from . import is_stub_function as _is_stub_function
+from . import call_keeping_grad_mode, correct, exercise, is_stub_function, not_attempted, wrong
 
 
 def _as_values(answer, length: int):
@@ -80,7 +79,7 @@ def check_independent_copy(fn):
             "the answer should be a function such as `def independent_copy(x): ...`.",
             "define the function, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     grad_mode_before = torch.is_grad_enabled()
     for description, x in _copy_inputs():
@@ -205,7 +204,7 @@ def check_safe_update(fn):
             "the answer should be a function such as `def sgd_step(w, lr): ...`.",
             "define the function, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     lr = 0.1
     w = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
@@ -358,7 +357,7 @@ def check_new_leaf(fn):
             "the answer should be a function such as `def fresh_leaf(x): ...`.",
             "define the function, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     grad_mode_before = torch.is_grad_enabled()
     for description, x in _leaf_inputs():

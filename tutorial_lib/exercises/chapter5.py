@@ -21,9 +21,9 @@ import traceback
 
 import torch
 
+from ..common.text import strip_hint
 from ..facts.graph import autograd_graph, inplace_hazards
-from . import correct, exercise, not_attempted, wrong
-from . import is_stub_function as _is_stub_function
+from . import correct, exercise, is_stub_function, not_attempted, wrong
 
 INPLACE_ERROR = "modified by an inplace operation"
 
@@ -171,7 +171,7 @@ def check_fix_residual(fn):
             "the answer should be a function such as `def fixed_block(x, linear): ...`.",
             "define it, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     for seed, shape in ((0, (3, 4)), (1, (5, 6))):
         linear, x, upstream = _residual_case(seed, shape)
@@ -196,7 +196,7 @@ def check_fix_residual(fn):
         try:
             (out * upstream).sum().backward()
         except RuntimeError as error:
-            message = str(error).split(" Hint:")[0]
+            message = strip_hint(error)
             return wrong(
                 f"backward() raised: {message}",
                 "x += linear(x) changes the tensor that tanh saved (its output) and that linear saved (its input). "
@@ -325,7 +325,7 @@ def check_custom_linear(cls):
         )
     forward, backward = inspect.getattr_static(cls, "forward"), inspect.getattr_static(cls, "backward")
     raw = [getattr(method, "__func__", method) for method in (forward, backward)]
-    if all(_is_stub_function(function) for function in raw):
+    if all(is_stub_function(function) for function in raw):
         return not_attempted()
     if not (isinstance(forward, staticmethod) and isinstance(backward, staticmethod)):
         return wrong(
@@ -351,9 +351,7 @@ def check_custom_linear(cls):
                 )
             passed = torch.autograd.gradcheck(cls.apply, arguments, raise_exception=False)
         except Exception as error:  # noqa: BLE001 - the learner's code raised: turn it into a hint
-            return wrong(
-                f"{label}: backward raised {type(error).__name__}: {str(error).split(' Hint:')[0]}", _hint_for(error)
-            )
+            return wrong(f"{label}: backward raised {type(error).__name__}: {strip_hint(error)}", _hint_for(error))
         if not passed:
             return wrong(
                 f"{label}: gradcheck found a gradient that differs from finite differences.",

@@ -21,8 +21,7 @@ from torch import nn
 
 from ..facts.memory import format_bytes, measure_memory
 from ..facts.storage import shares_memory
-from . import correct, exercise, not_attempted, wrong
-from . import is_stub_function as _is_stub_function
+from . import correct, exercise, is_stub_function, not_attempted, wrong
 
 
 def _as_whole_number(answer) -> int | None:
@@ -179,7 +178,7 @@ def check_adam_state_bytes(fn):
             "the answer should be a function such as `def adam_state_bytes(model): ...`.",
             "define the function, then pass its name (no parentheses).",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     for description, model, inputs in _adam_cases():
         _compute_grads(model, inputs)  # the moment just before optimizer.step()
@@ -315,7 +314,7 @@ def check_reduce_peak(fn):
             "the answer should be a function such as `def standardize_rows_low_peak(x): ...`.",
             "define the function, then pass its name (no parentheses).",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     for x in _peak_inputs():
         shape = "×".join(map(str, x.shape))

@@ -13,8 +13,7 @@ import io
 import torch
 from torch import nn
 
-from . import correct, exercise, not_attempted, wrong
-from . import is_stub_function as _is_stub_function
+from . import correct, exercise, is_stub_function, not_attempted, wrong
 
 
 def saved_size(obj) -> int:
@@ -56,7 +55,7 @@ def check_save_small(fn):
             "the answer should be a function such as `def what_to_save(piece): ...`.",
             "define the function, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     for description, piece in _save_small_cases():
         before, version_before = piece.clone(), piece._version
@@ -340,7 +339,7 @@ def check_load_without_copy(fn):
             "the answer should be a function such as `def load_linear(path, in_features, out_features): ...`.",
             "define the function, then pass its name.",
         )
-    if _is_stub_function(fn):
+    if is_stub_function(fn):
         return not_attempted()
     generator = torch.Generator().manual_seed(7)
     saved = {"weight": torch.randn(20, 30, generator=generator), "bias": torch.randn(20, generator=generator)}

@@ -1,10 +1,10 @@
 """Explorers for the backward graph: step through a program and watch its graph, saved tensors and versions.
 
 ``GraphStepper`` runs a list of statements one at a time in its own namespace. After every step it
-snapshots the graph of the tensor being followed (``autograd_graph``), its stale saved tensors
-(``inplace_hazards``) and draws it (``draw_graph``). The logic is plain Python (``step_forward``,
-``step_back``, ``summary``, ``hazards``, ``figure``) so it is tested without a browser; ``widget`` wraps it
-in ipywidgets (Back / Next buttons, the picture as an SVG image, a table of saved tensors).
+snapshots the graph of the tensor being followed (``autograd_graph``) and its stale saved tensors
+(``inplace_hazards``); its picture is the ``graph_scene`` of that graph. The logic is plain Python
+(``step_forward``, ``step_back``, ``summary``, ``hazards``, ``scene``) so it is tested without a browser;
+``widget`` wraps it in ipywidgets (Back / Next buttons, the picture as inline SVG, a table of saved tensors).
 
 ipywidgets and matplotlib are imported only when a widget or figure is made.
 """
@@ -12,15 +12,20 @@ ipywidgets and matplotlib are imported only when a widget or figure is made.
 from __future__ import annotations
 
 import ast
-import re
-import time
+import html
 
 import torch
 
-from ..common.checks import describe, require_bool
-from ..facts.graph import Graph, Hazard, HazardList, _refused_graph, autograd_graph, inplace_hazards
+from ..common.checks import describe, require_bool, require_int
+from ..common.text import plural, strip_hint
+from ..facts.graph import Graph, Hazard, HazardList, autograd_graph, inplace_hazards, refused_graph
+from ..pictures.graph_picture import graph_scene
+from ..pictures.scene import Scene, Style, Text, text_width
+from .base import Explorer
 
-_HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
+#: The look of the note shown instead of a graph before there is a tensor to follow.
+_NOTE_STYLE = Style(family="sans", size=10.0, color="#555555")
+_NOTE_MARGIN = 6.0  # points around the note
 
 
 def _check_steps(steps) -> tuple[tuple[str, str, object], ...]:
@@ -75,7 +80,15 @@ def _is_leaf(tensor: torch.Tensor) -> bool:
         return False
 
 
-class GraphStepper:
+def _note_scene(note: str) -> Scene:
+    """A picture that is one line of text, shown instead of a graph (``placeholder`` is its id)."""
+    width = text_width(note, "sans", _NOTE_STYLE.size) + 2 * _NOTE_MARGIN
+    height = _NOTE_STYLE.size + 2 * _NOTE_MARGIN
+    text = Text(_NOTE_MARGIN, height / 2, note, "note", id="placeholder", baseline="middle")
+    return Scene(width, height, (text,), {"note": _NOTE_STYLE}, title=note)
+
+
+class GraphStepper(Explorer):
     """Run statements one at a time and show the backward graph after each.
 
     Example::
@@ -113,11 +126,7 @@ class GraphStepper:
             raise TypeError(f"target must be a variable name (str) or None, got {describe(target)}")
         self._fixed_target = target
         self.show_values = require_bool(show_values, "show_values")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed must be an int, got {describe(seed)}")
-        self._seed = seed
-        self._widget = None
-        self.last_update_seconds: float | None = None
+        self._seed = require_int(seed, "seed")
         self._restart()
         self._snapshot()
 
@@ -142,7 +151,7 @@ class GraphStepper:
             try:
                 exec(code, self.namespace)  # noqa: S102
             except Exception as error:  # noqa: BLE001 - a failing step (backward through a stale tensor) is a lesson
-                self.error = f"{type(error).__name__}: {_HINT.sub('', str(error)).strip()}"
+                self.error = f"{type(error).__name__}: {strip_hint(error)}"
             self._rng = torch.get_rng_state()
         self.position += 1
         for name in _assigned_names(statement):
@@ -150,8 +159,8 @@ class GraphStepper:
                 self._followed = name
 
     def _snapshot(self) -> None:
-        """Read the graph facts for the current position (the picture is drawn lazily)."""
-        self._figure = None
+        """Read the graph facts for the current position (the picture is planned lazily)."""
+        self._scene = None
         name = self.target
         tensor = self.namespace.get(name) if name else None
         if isinstance(tensor, torch.Tensor):
@@ -164,24 +173,23 @@ class GraphStepper:
                 self.graph: Graph | None = autograd_graph(tensor, names=leaves or None)
                 self.hazards: list[Hazard] = inplace_hazards(tensor)
             except RuntimeError as error:  # autograd refuses to build its grad_fn: say so, do not raise
-                self.graph = _refused_graph(tensor, str(error).split(". ")[0])
+                self.graph = refused_graph(tensor, str(error).split(". ")[0])
                 self.hazards = HazardList([], self.graph.unseen)
         else:
             self.graph, self.hazards = None, []
 
-    def _timed(self, action) -> None:
-        start = time.perf_counter()
-        action()
+    def _moved(self) -> None:
+        """After running or rerunning: read the new state and show it."""
         self._snapshot()
         if self._widget is not None:
             self._refresh_widget()
-        self.last_update_seconds = time.perf_counter() - start
 
     def step_forward(self) -> bool:
         """Run the next step. Returns False (and does nothing) when all steps have run."""
         if self.position >= len(self._steps):
             return False
-        self._timed(self._run_next)
+        self._run_next()
+        self._moved()
         return True
 
     def step_back(self) -> bool:
@@ -198,17 +206,13 @@ class GraphStepper:
             TypeError: ``k`` is not an int.
             ValueError: ``k`` is outside 0 … number of steps.
         """
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise TypeError(f"k must be an int, got {describe(k)}")
+        require_int(k, "k")
         if not 0 <= k <= len(self._steps):
             raise ValueError(f"k must be between 0 and {len(self._steps)}, got {k}")
-
-        def rerun():
-            self._restart()
-            while self.position < k:
-                self._run_next()
-
-        self._timed(rerun)
+        self._restart()
+        while self.position < k:
+            self._run_next()
+        self._moved()
 
     # -- what to show ---------------------------------------------------------------------------------
 
@@ -222,37 +226,29 @@ class GraphStepper:
         return self._fixed_target or self._followed
 
     @property
-    def figure(self):
-        """The current picture (``draw_graph``), or None before any tensor exists."""
-        if self._figure is None and self.graph is not None:
-            from ..pictures.graph_picture import draw_graph
-
-            self._figure = draw_graph(self.graph, show_values=self.show_values)
-        return self._figure
+    def scene(self) -> Scene:
+        """The current picture: the graph's ``graph_scene``, or a one-line note before there is a tensor."""
+        if self._scene is None:
+            if self.graph is not None:
+                self._scene = graph_scene(self.graph, show_values=self.show_values)
+            elif self.position == 0:
+                self._scene = _note_scene("nothing run yet: press Next ▶")
+            else:
+                self._scene = _note_scene(f"no tensor to show yet ({self.error or 'run on'})")
+        return self._scene
 
     def saved_rows(self) -> list[tuple[str, str, int | None, int | None, str]]:
         """(node name, saved attribute, saved version, current version, state) for every saved tensor.
 
-        ``state`` is ``"ok"``, ``"stale"`` (changed in place since saved), ``"freed"`` (backward already
-        ran through it), ``"hooked"`` (packed by a saved-tensor hook) or ``"unknown"``.
+        ``state`` is ``SavedTensor.state``: ``"ok"``, ``"stale"``, ``"freed"``, ``"hooked"`` or ``"unknown"``.
         """
         if self.graph is None:
             return []
-        rows = []
-        for node in self.graph.nodes:
-            for s in node.saved:
-                if s.stale:
-                    state = "stale"
-                elif s.freed:
-                    state = "freed"
-                elif s.hooked:
-                    state = "hooked"
-                elif s.saved_version is None:
-                    state = "unknown"
-                else:
-                    state = "ok"
-                rows.append((node.name, s.attribute, s.saved_version, s.current_version, state))
-        return rows
+        return [
+            (node.name, s.attribute, s.saved_version, s.current_version, s.state)
+            for node in self.graph.nodes
+            for s in node.saved
+        ]
 
     @property
     def summary(self) -> str:
@@ -269,7 +265,7 @@ class GraphStepper:
             parts.append("no tensor to show yet")
         else:
             g = self.graph
-            parts.append(f"graph of {self.target}: {g.total_nodes} node{'s' if g.total_nodes != 1 else ''}")
+            parts.append(f"graph of {self.target}: {plural(g.total_nodes, 'node')}")
             rows = self.saved_rows()
             if rows:
                 parts.append(
@@ -298,33 +294,17 @@ class GraphStepper:
                 parts.append("not checked: " + "; ".join(g.unseen))
         return " · ".join(parts)
 
+    def plain_text(self) -> str:
+        """What nbval and text-only frontends see: the summary (the step, the versions, the hazards)."""
+        return self.summary
+
     def __repr__(self) -> str:
         return f"GraphStepper({self.summary})"
 
     # -- widget ---------------------------------------------------------------------------------------
 
-    def render_svg(self) -> bytes:
-        """The current picture as SVG bytes, written directly (``graph_svg``): text stays text, no matplotlib."""
-        from ..pictures.graph_picture import _xml, graph_svg
-
-        if self.graph is None:  # before the first step, or no tensor yet: say so instead of an empty image
-            note = (
-                "nothing run yet: press Next ▶"
-                if self.position == 0
-                else f"no tensor to show yet ({self.error or 'run on'})"
-            )
-            return (
-                '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="40" viewBox="0 0 360 40" role="img">'
-                '<text id="placeholder" x="8" y="24" font-family="DejaVu Sans, sans-serif" font-size="13" '
-                'fill="#555555">'
-                f"{_xml(note)}</text></svg>"
-            ).encode()
-
-        return graph_svg(self.graph, show_values=self.show_values).encode()
-
     def _table_html(self) -> str:
-        import html
-
+        """The step, its error, and the saved tensors with their versions, as HTML."""
         label = "setup" if self.position == 0 else self._steps[self.position - 1][0]
         statement = "" if self.position == 0 else self._steps[self.position - 1][1]
         out = [
@@ -348,42 +328,22 @@ class GraphStepper:
             out.append(f"<div style='color:#b00000'>⚠ {html.escape(h.explanation)}</div>")
         return "".join(out)
 
-    @property
-    def widget(self):
-        """The ipywidgets view: Back / Next buttons, the picture, the saved-tensor table."""
-        if self._widget is None:
-            import ipywidgets as widgets
-
-            back = widgets.Button(description="◀ Back", tooltip="rerun from scratch up to the previous step")
-            forward = widgets.Button(description="Next ▶", tooltip="run the next step")
-            image = widgets.Image(format="svg+xml")
-            info = widgets.HTML()
-            back.on_click(lambda _: self.step_back())
-            forward.on_click(lambda _: self.step_forward())
-            self._parts = (back, forward, image, info)
-            self._widget = widgets.VBox([widgets.HBox([back, forward]), info, image])
-            self._refresh_widget()
-        return self._widget
+    def _build(self, widgets):
+        """Back / Next buttons, the saved-tensor table, and the picture as inline SVG."""
+        back = widgets.Button(description="◀ Back", tooltip="rerun from scratch up to the previous step")
+        forward = widgets.Button(description="Next ▶", tooltip="run the next step")
+        picture = widgets.HTML()
+        info = widgets.HTML()
+        back.on_click(lambda _: self.step_back())
+        forward.on_click(lambda _: self.step_forward())
+        self._parts = (back, forward, picture, info)
+        self._refresh_widget()
+        return widgets.VBox([widgets.HBox([back, forward]), info, picture])
 
     def _refresh_widget(self) -> None:
-        back, forward, image, info = self._parts
+        """Show the current state in the widgets."""
+        back, forward, picture, info = self._parts
         back.disabled = self.position == 0
         forward.disabled = self.position >= len(self._steps)
-        svg = self.render_svg()
-        image.value = svg
-        # Show the picture at its own size (an Image widget otherwise stretches an SVG to the page width).
-        size = re.search(rb'width="([0-9.]+)(pt)?"', svg)
-        if size:
-            pixels = float(size.group(1)) * (96 / 72 if size.group(2) else 1)
-            image.layout.width = f"{pixels:.0f}px"
-            image.layout.max_width = "100%"
+        picture.value = self.svg_html()
         info.value = self._table_html()
-
-    def _ipython_display_(self) -> None:
-        # The widget, with the summary as its plain-text form: nbval and text-only frontends see the
-        # step, the versions and the hazards instead of a repr of widget objects.
-        from IPython.display import display
-
-        bundle = self.widget._repr_mimebundle_()
-        bundle["text/plain"] = self.summary
-        display(bundle, raw=True)

@@ -1,12 +1,12 @@
 """Live explorers (ipywidgets 8): strides over a fixed storage, and which operations view or copy.
 
-Each explorer is a plain class: its widgets are attributes, ``update()`` recomputes everything from
-the widgets' values, and ``summary``, ``picture``, ``layout_model`` and ``figure`` describe the current
-state, so tests drive an explorer by setting ``.value`` on its widgets, with no browser. The explorer
-displays as an ipywidgets VBox. The live picture is the layout picture as SVG in an ``HTML`` widget:
-it needs no ipympl, works in JupyterLab, and redraws in a few milliseconds, where rasterising a
-matplotlib figure on every change takes several times the 50 ms budget (benchmarks/bench_explorers.py).
-``figure`` draws the same picture with matplotlib, into one reused figure, when asked.
+Each explorer is an ``Explorer`` (see ``base.py``): its widgets are attributes, ``update()`` recomputes
+everything from the widgets' values, and ``summary``, ``picture``, ``layout_model``, ``scene`` and ``figure``
+describe the current state, so tests drive an explorer by setting ``.value`` on its widgets, with no browser.
+The explorer displays as an ipywidgets VBox. The live picture is the layout picture's scene as inline SVG in
+an ``HTML`` widget: it needs no ipympl, works in JupyterLab, and redraws in a few milliseconds, where
+rasterising a matplotlib figure on every change takes several times the 50 ms budget
+(benchmarks/bench_explorers.py). ``figure`` draws the same scene with matplotlib, into one reused figure.
 
 torch is the judge of what is possible: the stride explorer builds its tensor with ``torch.as_strided``
 and shows torch's refusal, explained, in a message instead of raising.
@@ -21,8 +21,10 @@ import re
 import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor
+from ..common.text import op_name
 from ..facts.ops import view_or_copy
-from ..pictures.layout_picture import layout_picture, picture_svg, redraw_layout
+from ..pictures.layout_picture import layout_picture, layout_scene
+from .base import Explorer
 
 #: The dtypes the stride explorer offers, by the name shown in its dropdown.
 DTYPES = {
@@ -148,51 +150,7 @@ def _explain_refusal(error: RuntimeError, storage_numel: int, dtype_name: str) -
     return "torch refused this setting."
 
 
-def _widgets():
-    import ipywidgets
-
-    return ipywidgets
-
-
-def _svg_html(svg: str, stale: bool = False) -> str:
-    # A picture of an earlier, valid setting stays visible but faded, so the layout does not jump.
-    style = "opacity:0.3" if stale else ""
-    return f'<div style="overflow-x:auto;{style}">{svg}</div>'
-
-
-def _bundle(explorer, **kwargs) -> dict:
-    """The widgets' display bundle, with the explorer's summary as its plain text.
-
-    The plain text is what a notebook stores for readers without widgets and what nbval compares, so
-    it says what the explorer shows instead of the widget's truncated repr.
-    """
-    data = explorer.widget._repr_mimebundle_(**kwargs)
-    data["text/plain"] = f"{type(explorer).__name__}: {explorer.summary}"
-    return data
-
-
-class _Explorer:
-    """What both explorers share: ``.figure`` (their current picture in one reused matplotlib figure, None when
-    the setting is invalid) and their Jupyter display."""
-
-    picture = None
-    _figure = None
-
-    @property
-    def figure(self):
-        if self.picture is None:
-            return None
-        if self._figure is None:
-            from matplotlib.figure import Figure
-
-            self._figure = Figure()
-        return redraw_layout(self._figure, self.picture)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return _bundle(self, **kwargs)
-
-
-class StrideExplorer(_Explorer):
+class StrideExplorer(Explorer):
     """Shape, stride, offset and dtype over a fixed ``torch.arange`` storage, with the layout live.
 
     Widgets: ``shape`` and ``stride`` (text such as ``3, 4``), ``offset`` (int), ``dtype`` (dropdown),
@@ -208,6 +166,7 @@ class StrideExplorer(_Explorer):
         tensor: ``torch.as_strided(storage, shape, stride, offset)``, or None when torch refuses.
         layout_model: the ``Layout`` of ``tensor`` (None when invalid).
         picture: the ``LayoutPicture`` drawn (None when invalid).
+        scene: the picture's ``Scene`` (None when invalid).
         error: the explanation shown in ``message`` ('' when valid).
         summary: one line of text describing the current state (the error when invalid).
         addresses: ``(position, index, storage index, byte offset)`` rows of the table.
@@ -223,25 +182,33 @@ class StrideExplorer(_Explorer):
         if dtype not in names:
             raise ValueError(f"dtype must be one of {', '.join('torch.' + n for n in DTYPES)}, got {dtype}")
         require_positive_int(max_cells, "max_cells")
-        widgets = _widgets()
         self.storage_size = storage_size
         self.max_cells = max_cells
-        self._figure = None
-        self._last_svg = ""
-        rows = max(d for d in range(1, math.isqrt(storage_size) + 1) if storage_size % d == 0)
-        shape = (rows, storage_size // rows) if rows > 1 else (storage_size,)
+        self._initial_dtype = names[dtype]
+        _ = self.widget  # the widgets hold the setting, so they are made now
+        self._build_storage()
+        self.update()
+
+    def _build(self, widgets):
+        """The setting's controls (wired to ``update``), the message, the picture and the address table."""
+        rows = max(d for d in range(1, math.isqrt(self.storage_size) + 1) if self.storage_size % d == 0)
+        shape = (rows, self.storage_size // rows) if rows > 1 else (self.storage_size,)
         contiguous = torch.empty(shape, device="meta").stride()
         self.shape = widgets.Text(value=_ints_text(shape), description="shape")
         self.stride = widgets.Text(value=_ints_text(contiguous), description="stride")
         self.offset = widgets.IntText(value=0, description="offset")
-        self.dtype = widgets.Dropdown(options=list(DTYPES), value=names[dtype], description="dtype")
+        self.dtype = widgets.Dropdown(options=list(DTYPES), value=self._initial_dtype, description="dtype")
         self.contiguous_button = widgets.Button(
             description="contiguous strides", tooltip="set the strides a new tensor of this shape would have"
         )
         self.message = widgets.HTML()
         self.picture_view = widgets.HTML()
         self.table = widgets.HTML()
-        self.widget = widgets.VBox(
+        for control in (self.shape, self.stride, self.offset):
+            control.observe(lambda change: self.update(), names="value")
+        self.dtype.observe(self._dtype_changed, names="value")
+        self.contiguous_button.on_click(lambda button: self.set_contiguous_strides())
+        return widgets.VBox(
             [
                 widgets.HBox([self.shape, self.stride]),
                 widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
@@ -250,12 +217,6 @@ class StrideExplorer(_Explorer):
                 self.table,
             ]
         )
-        self._build_storage()
-        for control in (self.shape, self.stride, self.offset):
-            control.observe(lambda change: self.update(), names="value")
-        self.dtype.observe(self._dtype_changed, names="value")
-        self.contiguous_button.on_click(lambda button: self.set_contiguous_strides())
-        self.update()
 
     def _build_storage(self) -> None:
         # arange then cast: small integer dtypes wrap around instead of failing for big storages.
@@ -276,14 +237,14 @@ class StrideExplorer(_Explorer):
         self.stride.value = _ints_text(strides)
 
     def _invalid(self, explanation: str, torch_says: str) -> None:
-        self.tensor = self.layout_model = self.picture = None
+        if self.scene is not None:  # the last valid picture stays, faded, so the layout does not jump
+            self.picture_view.value = self.svg_html(faded=True)
+        self.tensor = self.layout_model = self.picture = self.scene = None
         self.addresses = ()
         self.error = explanation
         self.summary = f"invalid setting: {explanation}" + (f" (torch: {torch_says})" if torch_says else "")
         detail = f"<br><code>torch: {html.escape(torch_says)}</code>" if torch_says else ""
         self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(explanation)}</b>{detail}</div>'
-        if self._last_svg:
-            self.picture_view.value = _svg_html(self._last_svg, stale=True)
         self.table.value = ""
 
     def update(self) -> None:
@@ -326,8 +287,8 @@ class StrideExplorer(_Explorer):
         self.error = ""
         self.message.value = ""
         self.summary = f"{self.picture.summary}; t.is_contiguous() is {tensor.is_contiguous()}"
-        self._last_svg = picture_svg(self.picture)
-        self.picture_view.value = _svg_html(self._last_svg)
+        self.scene = layout_scene(self.picture)
+        self.picture_view.value = self.svg_html()
         self.addresses = self._addresses(tensor)
         self.table.value = self._table_html()
 
@@ -364,7 +325,7 @@ class StrideExplorer(_Explorer):
         )
 
 
-class ViewCopyExplorer(_Explorer):
+class ViewCopyExplorer(Explorer):
     """Pick an operation on ``x``; see whether it views or copies, what it allocates, and the layouts.
 
     Widgets: ``operation`` (dropdown of expressions in ``x``), ``verdict`` (view or copy, bytes, shares
@@ -381,6 +342,7 @@ class ViewCopyExplorer(_Explorer):
         result: the result tensor (run on a fresh copy of ``x``; ``x`` itself is never changed).
         layout_model: the result's ``Layout``.
         picture, before_picture: the ``LayoutPicture`` after and before.
+        scene: the after picture's ``Scene`` (None when the operation failed).
         summary: one line describing the current state.
     """
 
@@ -398,21 +360,26 @@ class ViewCopyExplorer(_Explorer):
             if not isinstance(expression, str):
                 raise TypeError(f"operations[{i}] must be a str, got {describe(expression)}")
         require_positive_int(max_cells, "max_cells")
-        widgets = _widgets()
         self.max_cells = max_cells
-        self._figure = None
+        self._operations = list(operations)
+        self.before_picture = layout_picture(self.x, names=["x"], max_cells=max_cells)
+        _ = self.widget  # the dropdown holds the setting, so the widgets are made now
+        self.update()
+
+    def _build(self, widgets):
+        """The operation dropdown (wired to ``update``), the verdict, the message, and the pictures before and after."""
         self.operation = widgets.Dropdown(
-            options=list(operations),
-            value=operations[0],
+            options=self._operations,
+            value=self._operations[0],
             description="operation",
             layout=widgets.Layout(width="max-content"),
         )
         self.verdict = widgets.HTML()
         self.message = widgets.HTML()
-        self.before_picture = layout_picture(self.x, names=["x"], max_cells=max_cells)
-        self.before_view = widgets.HTML(_svg_html(picture_svg(self.before_picture)))
+        self.before_view = widgets.HTML(self.svg_html(scene=layout_scene(self.before_picture)))
         self.after_view = widgets.HTML()
-        self.widget = widgets.VBox(
+        self.operation.observe(lambda change: self.update(), names="value")
+        return widgets.VBox(
             [
                 self.operation,
                 self.verdict,
@@ -423,8 +390,6 @@ class ViewCopyExplorer(_Explorer):
                 self.after_view,
             ]
         )
-        self.operation.observe(lambda change: self.update(), names="value")
-        self.update()
 
     def update(self) -> None:
         """Run the chosen operation (on a fresh copy of ``x``) and redraw everything.
@@ -462,7 +427,7 @@ class ViewCopyExplorer(_Explorer):
         extra = ""
         if row.total_new_bytes != row.new_bytes:
             extra = f" ({row.total_new_bytes:,} bytes while running, temporaries included)"
-        ops = ", ".join(op.removeprefix("aten::") for op in row.aten_ops) or "(none)"
+        ops = ", ".join(op_name(op) for op in row.aten_ops) or "(none)"
         self.summary = (
             f"{expression}: {row.verdict}, allocates {row.new_bytes:,} bytes{extra}, {shares}; aten ops: {ops}; "
             f"after: {self.picture.summary}"
@@ -475,10 +440,11 @@ class ViewCopyExplorer(_Explorer):
             f"<tr><td>shares memory with x</td><td>{'yes' if row.shares_memory else 'no'}</td></tr>"
             f"<tr><td>aten ops</td><td>{html.escape(ops)}</td></tr></table>"
         )
-        self.after_view.value = _svg_html(picture_svg(self.picture))
+        self.scene = layout_scene(self.picture)
+        self.after_view.value = self.svg_html()
 
     def _invalid(self, expression: str, why: str) -> None:
-        self.report = self.row = self.result = self.layout_model = self.picture = None
+        self.report = self.row = self.result = self.layout_model = self.picture = self.scene = None
         self.summary = f"{expression} cannot run on this x: {why}"
         self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(self.summary)}</b></div>'
         self.verdict.value = ""

@@ -46,16 +46,21 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..common.checks import describe, plural, require_positive_int, require_tensor, shape_text
+from ..common.checks import describe, require_positive_int, require_tensor, shape_text
+from ..common.text import dtype_name, plural, short_op_name
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
 DEFAULT_MAX_NODES = 2000
 
-_VERSION_ERROR = re.compile(r"is at version (\d+); expected version (\d+) instead")
-_FREED_ERROR = "after they have already been freed"
+#: autograd's in-place error: "... is at version 2; expected version 1 instead" (current, then saved version).
+VERSION_ERROR = re.compile(r"is at version (\d+); expected version (\d+) instead")
+#: Two parts of autograd's one error for a graph backward already freed: "Trying to backward through the graph
+#: a second time (or directly access saved tensors after they have already been freed)". Reading a saved
+#: tensor raises it too, and only the second part then applies.
+FREED_ERROR_SECOND_BACKWARD = "backward through the graph a second time"
+FREED_ERROR_ALREADY_FREED = "after they have already been freed"
 _CREATOR = re.compile(r"which is output \d+ of (\w+),")
 _TYPE_AND_SHAPE = re.compile(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]")
-_BACKWARD_SUFFIX = re.compile(r"Backward(?:\d+[A-Za-z]*)?$")  # MulBackward0, TwoBackward, ForeachMulBackward0List
 _OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
 _WORD_BREAK = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
 #: C++ nodes known to save no tensors (the rest, when their saved tensors are hidden, are ``unseen``).
@@ -98,6 +103,24 @@ class SavedTensor:
             and self.current_version is not None
             and self.saved_version != self.current_version
         )
+
+    @property
+    def state(self) -> str:
+        """One word for what backward would meet, checked in this order.
+
+        ``"stale"`` (changed in place since saved), ``"freed"`` (backward already ran through it), ``"hooked"``
+        (packed by a saved-tensor hook, not version-checked), ``"unknown"`` (versions unreadable, ``note`` may
+        say why) or ``"ok"``.
+        """
+        if self.stale:
+            return "stale"
+        if self.freed:
+            return "freed"
+        if self.hooked:
+            return "hooked"
+        if self.saved_version is None:
+            return "unknown"
+        return "ok"
 
 
 @dataclass(frozen=True)
@@ -170,7 +193,7 @@ class Graph:
 
 def _forward_camel(node_name: str) -> str:
     """``LinalgCholeskyExBackward0`` -> ``LinalgCholeskyEx``: the forward's name as autograd's messages spell it."""
-    return _BACKWARD_SUFFIX.sub("", node_name.rsplit("::", 1)[-1]) or node_name
+    return short_op_name(node_name.rsplit("::", 1)[-1])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -255,25 +278,33 @@ def _dtype_from_legacy(type_name: str):
     return legacy.get(type_name)
 
 
-def _versions_from(error: RuntimeError):
-    """(current, saved) versions from autograd's in-place error message, or None for another error."""
-    match = _VERSION_ERROR.search(str(error))
+def error_versions(error) -> tuple[int, int] | None:
+    """(current, saved) versions from autograd's in-place error (or its message), or None for another error."""
+    match = VERSION_ERROR.search(str(error))
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def error_shape_and_dtype(error) -> tuple:
+    """(shape, dtype) of the tensor autograd's in-place error names (``[torch.FloatTensor [3, 4]]``); Nones if none."""
+    match = _TYPE_AND_SHAPE.search(str(error))
+    if match is None:
+        return None, None
+    return tuple(int(s) for s in match.group(2).split(",") if s.strip()), _dtype_from_legacy(match.group(1))
+
+
 def _shape_dtype_from(message: str, shape, dtype):
+    """``shape`` and ``dtype``, or when the shape is unknown, what the error ``message`` names."""
     if shape is None:
-        match = _TYPE_AND_SHAPE.search(message)
-        if match:
-            dtype = _dtype_from_legacy(match.group(1))
-            shape = tuple(int(s) for s in match.group(2).split(",") if s.strip())
+        named_shape, named_dtype = error_shape_and_dtype(message)
+        if named_shape is not None:
+            return named_shape, named_dtype
     return shape, dtype
 
 
 def _from_error(error: BaseException, attribute: str, is_output: bool, shape, dtype, node_name: str) -> SavedTensor:
     """What autograd's refusal to unpack says about one saved tensor (or the first stale one it met)."""
     message = str(error)
-    versions = _versions_from(error)
+    versions = error_versions(error)
     if versions:
         shape, dtype = _shape_dtype_from(message, shape, dtype)
         current, saved = versions
@@ -283,7 +314,7 @@ def _from_error(error: BaseException, attribute: str, is_output: bool, shape, dt
         creator = _OUTPUT_OF.search(message)
         note = "" if is_output or creator is None else f"torch calls it output {creator.group(1)} of {creator.group(2)}"
         return SavedTensor(attribute, is_output, shape, dtype, saved, current, note=note, output_nr=output_nr)
-    if _FREED_ERROR in message:
+    if FREED_ERROR_ALREADY_FREED in message:
         return SavedTensor(attribute, is_output, shape, dtype, None, None, freed=True)
     return SavedTensor(attribute, is_output, shape, dtype, None, None, note=message.split(".")[0])
 
@@ -356,7 +387,7 @@ def _raw_attribute(fn, attr: str):
     try:
         return getattr(fn, attr), None
     except RuntimeError as error:  # some nodes refuse once their buffers are freed
-        if _FREED_ERROR in str(error):
+        if FREED_ERROR_ALREADY_FREED in str(error):
             return None, error
         raise
 
@@ -378,7 +409,7 @@ def _saved_by_custom_function(fn) -> tuple[SavedTensor, ...]:
     try:
         unpacked = fn.saved_tensors
     except RuntimeError as whole_error:
-        if _versions_from(whole_error) is None:
+        if error_versions(whole_error) is None:
             return tuple(_inspect_saved(raw, raw.unpack, name, False) for raw, name in zip(raws, names))
         return _custom_saved_by_elimination(fn, raws, names, whole_error)
     saved = []
@@ -413,7 +444,7 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
     an unknown saved version (their current one is known): backward stops at the first.
     """
     message = str(first_error)
-    current0, saved0 = _versions_from(first_error)
+    current0, saved0 = error_versions(first_error)
     named_output = _output_named(message, fn.name())
     shape0, dtype0 = _shape_dtype_from(message, None, None)
     try:
@@ -543,8 +574,8 @@ def _call_with_meta_gradients(fn, attribute: str) -> tuple[SavedTensor, ...]:
             label = f"{attribute}: {ctx.name()} "
             return tuple(dataclasses.replace(item, attribute=label + item.attribute) for item in inner)
         except Exception as error:  # noqa: BLE001 - any refusal after unpacking means unpacking succeeded
-            versions = _versions_from(error)
-            if versions or _FREED_ERROR in str(error):
+            versions = error_versions(error)
+            if versions or FREED_ERROR_ALREADY_FREED in str(error):
                 return (_from_error(error, attribute, False, None, None, _inner_name(fn, error)),)
             return ()
         finally:
@@ -738,9 +769,22 @@ def _copy_slices_reach(order, roots=None) -> dict[int, int]:
     return reach
 
 
-def _refused_graph(tensor: torch.Tensor, reason: str) -> Graph:
-    """A one-node Graph for a tensor whose grad_fn autograd refuses to build, saying so in ``unseen``
-    (for the explorers and ``show_error``, which must show something rather than raise)."""
+def refused_graph(tensor: torch.Tensor, reason: str) -> Graph:
+    """A one-node Graph for a tensor whose grad_fn autograd refuses to build, saying so in ``unseen``.
+
+    For the explorers and ``show_error``, which must show something rather than raise.
+
+    Args:
+        tensor: the tensor whose ``grad_fn`` autograd refused (only its shape is read).
+        reason: autograd's reason, as ``grad_fn_of`` returns it.
+
+    Raises:
+        TypeError: ``tensor`` is not a tensor or ``reason`` not a str.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
+    if not isinstance(reason, str):
+        raise TypeError(f"reason must be a str, got {describe(reason)}")
     output = GraphNode(0, "output", "output", "output " + shape_text(tensor.shape), tuple(tensor.shape))
     unseen = (f"its grad_fn cannot be read, so its graph is unknown: {reason}",)
     return Graph((output,), (), 0, 1, False, 0, 0, 0, unseen)
@@ -762,12 +806,17 @@ def stale_saved_tensors(order, roots=None) -> list:
     return stale
 
 
-def _grad_fn_of(tensor: torch.Tensor):
+def grad_fn_of(tensor: torch.Tensor):
     """(grad_fn, None), or (None, autograd's reason) when autograd refuses to build it.
 
     A ``split()``/``unbind()`` output whose base was changed in place is such a case: reading its
     ``grad_fn`` raises "Output 0 of Split is a view and its base ... has been modified inplace".
+
+    Raises:
+        TypeError: ``tensor`` is not a tensor.
     """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
     try:
         return tensor.grad_fn, None
     except RuntimeError as error:
@@ -806,7 +855,7 @@ def _require_graph_tensor(t) -> torch.Tensor:
     return tensor
 
 
-def _check_names(names) -> dict[int, str]:
+def _leaf_names(names) -> dict[int, str]:
     if names is None:
         return {}
     if not isinstance(names, dict):
@@ -849,13 +898,13 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     """
     tensor = _require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
-    leaf_names = _check_names(names)
+    leaf_names = _leaf_names(names)
     output_label = "output " + shape_text(tensor.shape)
     output_grad = tensor.grad if tensor.retains_grad else None
     output = GraphNode(
         0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad)
     )
-    grad_fn = tensor.grad_fn  # raises torch's own error for a view autograd refuses (see _refused_graph)
+    grad_fn = tensor.grad_fn  # raises torch's own error for a view autograd refuses (see refused_graph)
     if grad_fn is None:
         if tensor.requires_grad:  # a leaf: its whole graph is itself
             label = _leaf_label(tensor, leaf_names)
@@ -939,7 +988,16 @@ class HazardList(list):
         return f"{super().__repr__()} (not checked: {'; '.join(self.unseen)})"
 
 
-def _describe_saved(node: GraphNode, saved: SavedTensor) -> str:
+def describe_saved(node: GraphNode, saved: SavedTensor) -> str:
+    """Which tensor ``node`` saved, in words: "input 'self' of mul", "the result of exp", ...
+
+    Raises:
+        TypeError: ``node`` is not a GraphNode or ``saved`` not a SavedTensor.
+    """
+    if not isinstance(node, GraphNode):
+        raise TypeError(f"node must be a GraphNode, got {describe(node)}")
+    if not isinstance(saved, SavedTensor):
+        raise TypeError(f"saved must be a SavedTensor, got {describe(saved)}")
     op = node.forward_op or node.name
     if saved.attribute.startswith("checkpoint input"):
         return f"input {saved.attribute.rsplit(' ', 1)[-1]} of a checkpointed function"
@@ -971,7 +1029,7 @@ def _describe_saved(node: GraphNode, saved: SavedTensor) -> str:
 
 
 def _hazard_explanation(node: GraphNode, saved: SavedTensor, what: str) -> str:
-    dtype = str(saved.dtype).removeprefix("torch.") if saved.dtype else "tensor"
+    dtype = dtype_name(saved.dtype) if saved.dtype else "tensor"
     if saved.shape is None:  # not readable (e.g. on the meta device)
         kind = f"a {dtype} tensor"
     else:
@@ -1028,13 +1086,13 @@ def inplace_hazards(t) -> HazardList:
         for saved in node.saved:
             if not saved.stale:
                 continue
-            what = _describe_saved(node, saved)
+            what = describe_saved(node, saved)
             explanation = _hazard_explanation(node, saved, what)
             hazards.append(
                 Hazard(node.name, node.id, what, saved.shape, saved.saved_version, saved.current_version, explanation)
             )
     if hazards:
-        from .inplace_watch import _with_lines  # only does something when watch_inplace was on
+        from .inplace_watch import attach_source_lines  # only does something when watch_inplace was on
 
-        hazards = _with_lines(tensor, hazards)
+        hazards = attach_source_lines(tensor, hazards)
     return HazardList(hazards, graph.unseen)

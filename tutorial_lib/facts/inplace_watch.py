@@ -44,14 +44,19 @@ import torch
 from torch._C._autograd import _get_sequence_nr
 
 from ..common.checks import describe, require_positive_int, shape_text
+from ..common.text import dtype_name, op_name, plural, strip_hint
+from .graph import (
+    VERSION_ERROR,
+    GraphNode,
+    describe_saved,
+    error_shape_and_dtype,
+    error_versions,
+    stale_saved_tensors,
+)
 from .watching import WatcherMode, bump_like_torch, storage_key, tensor_version, written_arguments
 
 #: ``watch_inplace`` keeps at most this many write records and node records unless told otherwise.
 DEFAULT_MAX_RECORDS = 50_000
-
-_VERSION_ERROR = re.compile(r"is at version (\d+); expected version (\d+) instead")
-_TYPE_AND_SHAPE = re.compile(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]")
-_HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _LIBRARY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # tutorial_lib/, from facts/
@@ -102,10 +107,17 @@ class InplaceWrite:
 
     def __str__(self) -> str:
         where = str(self.line) if self.line else "line unknown"
-        return f"{where}   ({self.op.removeprefix('aten::')}, version {self.version_before} -> {self.version_after})"
+        return f"{where}   ({op_name(self.op)}, version {self.version_before} -> {self.version_after})"
 
 
-def _is_internal(filename: str) -> bool:
+def is_library_frame(filename: str) -> bool:
+    """Whether code in ``filename`` is torch's, tutorial_lib's or Python's own (frozen or generated), not the user's.
+
+    Raises:
+        TypeError: ``filename`` is not a str.
+    """
+    if not isinstance(filename, str):
+        raise TypeError(f"filename must be a str, got {describe(filename)}")
     if filename.startswith(("<frozen", "<eval_with_key")):
         return True
     path = os.path.abspath(filename)
@@ -123,7 +135,7 @@ def _user_frame(frame):
         filename = frame.f_code.co_filename
         flag = internal.get(filename)
         if flag is None:
-            flag = internal[filename] = _is_internal(filename)
+            flag = internal[filename] = is_library_frame(filename)
         if not flag:
             return frame
         frame = frame.f_back
@@ -362,7 +374,7 @@ class InplaceWatch:
         state = "watching" if self.active else "finished"
         return (
             f"InplaceWatch({state}: {len(self._writes)} writes, {len(self._node_sequences)} node lines, "
-            f"{len(self.explanations)} explanation{'s' if len(self.explanations) != 1 else ''})"
+            f"{plural(len(self.explanations), 'explanation')})"
         )
 
 
@@ -417,7 +429,7 @@ class InplaceExplanation:
         return self.saved_at.lineno if self.saved_at is not None else None
 
     def __str__(self) -> str:
-        dtype = str(self.dtype).removeprefix("torch.") if self.dtype is not None else "tensor"
+        dtype = dtype_name(self.dtype) if self.dtype is not None else "tensor"
         kind = f"a {dtype} tensor of shape {shape_text(self.shape)}" if self.shape is not None else f"a {dtype} tensor"
         lines = [
             "Backward needs a tensor that was changed in place after it was saved.",
@@ -526,7 +538,7 @@ def _anomaly_line(fn) -> SourceLine | None:
     text = "".join(trace) if isinstance(trace, (list, tuple)) else str(trace)
     found = None
     for match in re.finditer(r'File "([^"]+)", line (\d+), in (\S+)', text):
-        if not _is_internal(match.group(1)):
+        if not is_library_frame(match.group(1)):
             found = (match.group(1), int(match.group(2)), match.group(3))
     return _source_line(found)
 
@@ -610,14 +622,14 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> t
             fixes.append("Use the out-of-place form: " + _OUT_OF_PLACE_FORMS[name] + ".")
         elif name in _ASSIGNMENT_OPS:
             fixes.append(
-                f"Do not write into a tensor autograd saved ({name.removeprefix('aten::')}: assignment such as "
+                f"Do not write into a tensor autograd saved ({op_name(name)}: assignment such as "
                 "f[i] = ... or copy_): collect the pieces in a list and torch.stack / torch.cat them, or write "
                 "into a clone()."
             )
         elif any(w[1] == "out" for w in others if w[0] == name):
-            fixes.append(f"Drop out=... from {name.removeprefix('aten::')}: let it return a new tensor.")
+            fixes.append(f"Drop out=... from {op_name(name)}: let it return a new tensor.")
         elif name.endswith("_"):
-            plain = name.removeprefix("aten::").removesuffix("_")
+            plain = op_name(name).removesuffix("_")
             fixes.append(f"Use the out-of-place form: y = y.{plain}(...) instead of y.{plain}_(...).")
     if others:
         where = others[0][5]
@@ -637,10 +649,8 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> t
 
 
 def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplanation:
-    from .graph import GraphNode, _describe_saved
-
     node = GraphNode(0, fn.name(), "backward", fn.name(), None, (saved,))
-    what = _describe_saved(node, saved)
+    what = describe_saved(node, saved)
     sequence = fn._sequence_nr()
     unknown: list[str] = []
     watch, record = None, None
@@ -713,8 +723,6 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
 def _stale_in(roots) -> list:
     """(fn, graph.SavedTensor) for every stale saved tensor reachable from the roots, nearest first, as
     ``inplace_hazards`` finds them (each checkpoint's inputs once, no ``CopySlices`` that backward skips)."""
-    from .graph import stale_saved_tensors
-
     return stale_saved_tensors(_all_functions(roots), list(_root_functions(roots)))
 
 
@@ -725,15 +733,13 @@ def _explain_graph(roots, watches, error_message) -> list[InplaceExplanation]:
 
 def _explain_error(roots, watches, error) -> InplaceExplanation | None:
     """The explanation of the stale saved tensor that made backward raise ``error``, or None."""
-    text = str(error)
-    match = _VERSION_ERROR.search(text)
-    if match is None:
+    versions = error_versions(error)
+    if versions is None:
         return None
-    current, saved_version = int(match.group(1)), int(match.group(2))
-    shape_match = _TYPE_AND_SHAPE.search(text)
-    shape = tuple(int(s) for s in shape_match.group(2).split(",") if s.strip()) if shape_match else None
+    current, saved_version = versions
+    shape = error_shape_and_dtype(error)[0]
     stale = _stale_in(roots)
-    message = _HINT.sub("", text).strip()
+    message = strip_hint(error)
     if not stale:
         return None
     matching = [
@@ -765,7 +771,7 @@ def _watched_engine_run_backward(t_outputs, *args, **kwargs):
     try:
         return _ORIGINAL_ENGINE(t_outputs, *args, **kwargs)
     except RuntimeError as error:
-        if watches and not hasattr(error, "inplace_explanation") and _VERSION_ERROR.search(str(error)):
+        if watches and not hasattr(error, "inplace_explanation") and VERSION_ERROR.search(str(error)):
             try:
                 roots = list(t_outputs) if isinstance(t_outputs, (list, tuple)) else [t_outputs]
                 explanation = _explain_error(roots, watches, error)
@@ -850,14 +856,30 @@ def watch_inplace(max_records: int = DEFAULT_MAX_RECORDS) -> Iterator[InplaceWat
         _LAST[:] = [watch]
 
 
-def _watches_for_hazards() -> list[InplaceWatch]:
+def recent_watches() -> list[InplaceWatch]:
     """The watches ``inplace_hazards`` may use: the active ones, else the last one that finished."""
     return list(_ACTIVE) or list(_LAST)
 
 
-def _with_lines(tensor, hazards: list) -> list:
-    """``inplace_hazards``' list with the saving and changing lines added, when a watcher was on."""
-    watches = _watches_for_hazards()
+def attach_source_lines(tensor, hazards: list) -> list:
+    """``inplace_hazards``' list with the saving and changing lines added, when a watcher was on.
+
+    Args:
+        tensor: the tensor ``inplace_hazards`` was called on.
+        hazards: the ``graph.Hazard`` list it found for ``tensor``.
+
+    Returns:
+        The hazards, each with ``saved_at``/``changed_at`` and its explanation completed where a watch recorded
+        the lines; the same list when no watch did.
+
+    Raises:
+        TypeError: ``tensor`` is not a tensor or ``hazards`` not a list.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
+    if not isinstance(hazards, list):
+        raise TypeError(f"hazards must be a list, got {describe(hazards)}")
+    watches = recent_watches()
     if not watches:
         return hazards
     explanations = _explain_graph([tensor], watches, error_message=None)
@@ -869,10 +891,7 @@ def _with_lines(tensor, hazards: list) -> list:
             annotated.append(hazard)
             continue
         changes = (
-            "; ".join(
-                f"{w.line.place if w.line else 'line unknown'} ({w.op.removeprefix('aten::')})"
-                for w in explanation.changed_at
-            )
+            "; ".join(f"{w.line.place if w.line else 'line unknown'} ({op_name(w.op)})" for w in explanation.changed_at)
             or "line unknown"
         )
         saved = explanation.saved_at.place if explanation.saved_at else "line unknown"
@@ -901,7 +920,7 @@ def explain_inplace(t) -> list[InplaceExplanation]:
         TypeError: ``t`` is not a tensor or a non-empty list of tensors.
     """
     roots = _check_roots(t, "t")
-    return _explain_graph(roots, _watches_for_hazards(), error_message=None)
+    return _explain_graph(roots, recent_watches(), error_message=None)
 
 
 def explanation_of(error) -> InplaceExplanation | None:
@@ -921,7 +940,10 @@ __all__ = [
     "InplaceWatch",
     "InplaceWrite",
     "SourceLine",
+    "attach_source_lines",
     "explain_inplace",
     "explanation_of",
+    "is_library_frame",
+    "recent_watches",
     "watch_inplace",
 ]

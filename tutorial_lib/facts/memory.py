@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import numbers
 import os
 import sys
 import tempfile
@@ -57,9 +56,8 @@ from typing import Iterator
 import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
 
-from ..common.checks import describe
-from .ops import _FRESH_LITERAL_OPS, _is_fresh_literal, _tensors_in
-from .watching import WatcherMode, call_keeping_versions, storage_key
+from ..common.checks import describe, require_int
+from .watching import FRESH_LITERAL_OPS, WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
 MiB = 1024 * 1024
 
@@ -71,9 +69,7 @@ def format_bytes(n: int) -> str:
 
     ``400000000`` -> ``'400,000,000 B (381.47 MiB)'``, ``4096`` -> ``'4,096 B (4.00 KiB)'``, ``512`` -> ``'512 B'``.
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"n must be an int number of bytes, got {describe(n)}")
-    n = int(n)
+    n = require_int(n, "n")
     exact = f"{n:,} B"
     for name, size in (("GiB", 2**30), ("MiB", MiB), ("KiB", 2**10)):
         if abs(n) >= size:
@@ -169,16 +165,16 @@ class _StorageTracker(WatcherMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
-        inputs = [t for t in _tensors_in((args, kwargs)) if self._on_device(t)]
-        if name not in _FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
+        inputs = [t for t in tensors_in((args, kwargs)) if self._on_device(t)]
+        if name not in FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
             for tensor in inputs:  # storages from before the block: count them off if they die inside it
                 self._watch(tensor, counted=False)
         result = call_keeping_versions(func, args, kwargs)
         input_keys = {storage_key(t) for t in inputs}
-        for output in _tensors_in(result):
+        for output in tensors_in(result):
             if not self._on_device(output):
                 continue
-            if _is_fresh_literal(name, output) or storage_key(output) not in input_keys:
+            if is_fresh_literal(name, output) or storage_key(output) not in input_keys:
                 self._watch(output, counted=True)
             else:  # a view or an in-place write: counts only if the write resized the storage
                 self._watch(output, counted=False)

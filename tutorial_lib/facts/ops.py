@@ -21,16 +21,11 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from ..common.checks import describe
+from ..common.text import op_name
 from .storage import same_storage, shares_memory
-from .watching import WatcherMode, call_keeping_versions, storage_key
+from .watching import WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
 KINDS = ("view", "inplace", "new")
-
-# lift_fresh wraps a tensor literal (torch.tensor([...]), the 5 in x[0] = 5) that was allocated just
-# before dispatch: it is new memory, although the op itself returns its input. Not so when the literal
-# wraps memory torch did not allocate (torch.as_tensor(a.numpy()) lifts a torch.from_numpy tensor):
-# see ``_is_fresh_literal``.
-_FRESH_LITERAL_OPS = {"aten::lift_fresh", "aten::lift_fresh_copy"}
 
 
 @dataclass(frozen=True)
@@ -60,25 +55,6 @@ def _storage_nbytes(tensor: torch.Tensor) -> int:
         return tensor.untyped_storage().nbytes()
     except (RuntimeError, NotImplementedError):
         return 0
-
-
-def _tensors_in(tree) -> list[torch.Tensor]:
-    return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
-
-
-def _is_fresh_literal(name: str, output: torch.Tensor) -> bool:
-    """Whether ``output`` of op ``name`` is a literal torch allocated just before dispatch.
-
-    A literal lifted from a numpy array (``torch.as_tensor(a)``, ``torch.tensor(a)`` before its copy) is a
-    ``torch.from_numpy`` tensor over the array's own memory; such storage, like any torch did not allocate
-    (DLPack, ``frombuffer``), cannot be resized, which is how it is told apart.
-    """
-    if name not in _FRESH_LITERAL_OPS:
-        return False
-    try:
-        return output.untyped_storage().resizable()
-    except (RuntimeError, NotImplementedError):
-        return True
 
 
 _COMPRESSED_PARTS = {
@@ -113,7 +89,7 @@ def _written_tensors(func, args, kwargs) -> list[torch.Tensor]:
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue
         value = args[position] if position < len(args) else kwargs.get(argument.name)
-        written.extend(_tensors_in(value))
+        written.extend(tensors_in(value))
     return written
 
 
@@ -151,9 +127,9 @@ def classify_call(func, args, kwargs, result, before: dict | None = None) -> OpR
         for argument in func._schema.arguments
         if argument.alias_info is not None and argument.alias_info.is_write
     )
-    outputs = _tensors_in(result)
+    outputs = tensors_in(result)
     shapes = tuple(tuple(o.shape) for o in outputs)
-    inputs = _tensors_in((args, kwargs))
+    inputs = tensors_in((args, kwargs))
     if written:
         grown = 0
         if before:
@@ -170,7 +146,7 @@ def classify_call(func, args, kwargs, result, before: dict | None = None) -> OpR
     input_keys = {storage_key(p) for t in inputs for p in _memory_parts(t)}
     fresh: dict = {}
     for output in outputs:
-        literal = _is_fresh_literal(name, output)
+        literal = is_fresh_literal(name, output)
         for part in _memory_parts(output):
             key = storage_key(part)
             if literal or key is None or key not in input_keys:
@@ -249,7 +225,7 @@ class OpReport(tuple):
                 row.verdict,
                 f"{row.new_bytes:,}",
                 "yes" if row.shares_memory else "no",
-                ", ".join(op.removeprefix("aten::") for op in row.aten_ops) or "(none)",
+                ", ".join(op_name(op) for op in row.aten_ops) or "(none)",
             )
             for row in self
         ]
@@ -507,7 +483,7 @@ class _WriteWatcher(_Recorder):
 
     def after_call(self, record: OpRecord, result) -> None:
         if record.new_bytes:
-            self.made.update(storage_key(p) for o in _tensors_in(result) for p in _memory_parts(o))
+            self.made.update(storage_key(p) for o in tensors_in(result) for p in _memory_parts(o))
 
 
 def _storage_bytes(tensor: torch.Tensor) -> torch.Tensor:

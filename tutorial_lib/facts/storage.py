@@ -7,12 +7,14 @@ and checked in ``tests/test_storage.py`` against ground truth from torch (``as_s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..common.checks import describe, require_positive_int, require_tensor
+from ..common.checks import describe, require_int, require_positive_int, require_tensor
+from ..common.text import dtype_name
 
 #: How many element indices ``layout`` lists before it stops and sets ``indices_truncated``.
 DEFAULT_MAX_ELEMENTS = 4096
@@ -153,8 +155,7 @@ class Layout:
         if len(index) != self.ndim:
             raise ValueError(f"index must have {self.ndim} entries (one per dimension), got {len(index)}")
         for dim, (i, size) in enumerate(zip(index, self.shape)):
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"index[{dim}] must be an int, got {describe(i)}")
+            i = require_int(i, f"index[{dim}]")
             if not 0 <= i < size:
                 raise ValueError(f"index[{dim}] must be in [0, {size}), got {i}")
         return self.storage_offset + sum(i * step for i, step in zip(index, self.stride))
@@ -190,6 +191,49 @@ class Layout:
         """The address formula for this layout, e.g. ``storage[1 + 3*i0 + 1*i1]``."""
         terms = [str(self.storage_offset)] + [f"{step}*i{dim}" for dim, step in enumerate(self.stride)]
         return f"storage[{' + '.join(terms)}]"
+
+    def positions_at(self, indices, tail: int = 0) -> dict[int, list[int]]:
+        """``{storage index: [row-major positions]}`` of the listed elements whose storage index is in ``indices``.
+
+        When the listing is truncated, the last ``tail`` elements are looked up too (with the address formula),
+        so the end of a long tensor is known exactly as well. Elements neither listed nor in the tail are absent.
+        """
+        wanted = set(indices)
+        found: dict[int, list[int]] = {}
+        if self.numel == 0 or not wanted:
+            return found
+        listed = self.element_indices
+        if all(-(2**63) <= i < 2**63 for i in (min(listed), max(listed))):
+            array = np.asarray(listed, dtype=np.int64)
+            hits = np.nonzero(np.isin(array, np.fromiter(sorted(wanted), dtype=np.int64)))[0]
+            for position in hits.tolist():
+                found.setdefault(int(array[position]), []).append(position)
+        else:  # indices past int64 (a meta tensor with huge strides): plain Python ints
+            for position, index in enumerate(listed):
+                if index in wanted:
+                    found.setdefault(index, []).append(position)
+        if self.indices_truncated and tail > 0:
+            first = max(len(listed), self.numel - tail)
+            for offset, index in enumerate(
+                row_major_indices(self.shape, self.stride, self.storage_offset, first, self.numel)
+            ):
+                if index in wanted:
+                    found.setdefault(index, []).append(first + offset)
+        return found
+
+    def read_counts(self) -> tuple[int, int] | None:
+        """The fewest and most elements reading one of the cells this layout reads; None if not all are listed."""
+        if self.numel == 0 or self.indices_truncated:
+            return None
+        counts = np.unique(np.asarray(self.element_indices), return_counts=True)[1]
+        return int(counts.min()), int(counts.max())
+
+    def step_targets(self) -> tuple[tuple[int, int, int], ...]:
+        """``(dim, from index, to index)`` for one step along each dimension longer than 1, from element 0."""
+        if self.numel == 0 or self.ndim == 0:
+            return ()
+        origin = self.index_of(*([0] * self.ndim))
+        return tuple((dim, origin, origin + self.stride[dim]) for dim, size in enumerate(self.shape) if size > 1)
 
     def __repr__(self) -> str:
         shown = ", ".join(str(i) for i in self.element_indices[:12])
@@ -234,6 +278,50 @@ def row_major_indices(shape, stride, offset: int, start: int, stop: int) -> tupl
     return tuple(indices)
 
 
+@dataclass(frozen=True)
+class ReadOverlap:
+    """How the cells (or bytes) two layouts read compare: how many distinct ones each reads, how many both read."""
+
+    unit: str  # "cell" when both have one itemsize, else "byte"
+    mine: int
+    theirs: int
+    common: int
+    same_order: bool  # both read the same cells in the same row-major order
+
+
+#: ``compare_reads`` compares two layouts of different itemsizes byte by byte only up to this many bytes each.
+MAX_COMPARED_BYTES = 1 << 16
+
+
+def _byte_set(lay: Layout) -> set[int]:
+    """Every byte the listed elements of ``lay`` cover."""
+    return {index * lay.itemsize + b for index in set(lay.element_indices) for b in range(lay.itemsize)}
+
+
+def compare_reads(a: Layout, b: Layout) -> ReadOverlap | None:
+    """Which cells ``a`` and ``b`` (over one storage) both read, from their listings.
+
+    Cells when the itemsizes match, else bytes (each at most ``MAX_COMPARED_BYTES``). None when a listing is
+    truncated, either is empty, or the bytes are too many: then only ``shares_memory`` can say.
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not a Layout.
+    """
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, Layout):
+            raise TypeError(f"{name} must be a Layout, got {describe(value)}")
+    if a.numel == 0 or b.numel == 0 or a.indices_truncated or b.indices_truncated:
+        return None
+    if a.itemsize == b.itemsize:
+        mine, theirs = set(a.element_indices), set(b.element_indices)
+        same_order = a.element_indices == b.element_indices
+        return ReadOverlap("cell", len(mine), len(theirs), len(mine & theirs), same_order)
+    if max(a.numel * a.itemsize, b.numel * b.itemsize) > MAX_COMPARED_BYTES:
+        return None
+    mine, theirs = _byte_set(a), _byte_set(b)
+    return ReadOverlap("byte", len(mine), len(theirs), len(mine & theirs), False)
+
+
 def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
     """Describe where ``t``'s elements live: shape, strides, offset, storage size and every element's index.
 
@@ -275,3 +363,63 @@ def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
         element_indices=indices,
         indices_truncated=listed < numel,
     )
+
+
+def _format_value(value) -> str:
+    """A storage value as short cell text: 3 significant digits, whole floats without a point."""
+    if isinstance(value, bool):
+        return "T" if value else "F"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, complex):
+        return f"{value.real:.2g}{value.imag:+.2g}j"
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e7:
+            return str(int(value))
+        return f"{value:.3g}"
+    return str(value)
+
+
+def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: int = 64) -> tuple[str, ...]:
+    """Read storage cells ``start`` up to ``stop`` of ``t``'s storage (in ``t``'s dtype) as short text.
+
+    This reads the raw storage, whatever ``t``'s own shape and strides are, and never more than
+    ``max_cells`` values, so it is cheap for any storage size.
+
+    Args:
+        t: a strided tensor; its storage is read as elements of ``t.dtype``. A meta tensor has no values:
+            its cells read as empty strings.
+        start: the first storage index (in elements of ``t.dtype``).
+        stop: one past the last storage index; None for the end of the storage.
+        max_cells: read at most this many values (from ``start``).
+
+    Returns:
+        A tuple of strings, one per value read, e.g. ``('0', '1', '2.5')``.
+
+    Raises:
+        TypeError: ``t`` is not a tensor, or ``start``/``stop``/``max_cells`` are not ints.
+        ValueError: the range is outside the storage, or ``max_cells`` < 1.
+    """
+    tensor = require_tensor(t, "t")
+    require_positive_int(max_cells, "max_cells")
+    storage_numel = tensor.untyped_storage().nbytes() // tensor.element_size()
+    start = require_int(start, "start")
+    stop = storage_numel if stop is None else require_int(stop, "stop")
+    if not 0 <= start <= stop <= storage_numel:
+        raise ValueError(
+            f"start and stop must satisfy 0 <= start <= stop <= {storage_numel} (the storage's size in "
+            f"{dtype_name(tensor.dtype)} elements), got start={start}, stop={stop}"
+        )
+    count = min(stop - start, max_cells)
+    if count == 0:
+        return ()
+    if tensor.device.type == "meta":
+        return ("",) * count
+    # A fresh tensor set onto the raw storage: t's own view bits (conj, neg) and autograd play no part.
+    window = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    window.set_(tensor.untyped_storage(), start, (count,), (1,))
+    try:
+        values = window.cpu().tolist()
+    except (RuntimeError, TypeError):  # quantized and other dtypes without Python values
+        return ("?",) * count
+    return tuple(_format_value(v) for v in values)

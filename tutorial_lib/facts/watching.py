@@ -17,6 +17,13 @@ from __future__ import annotations
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+#: Ops that wrap a tensor literal (``torch.tensor([...])``, the 5 in ``x[0] = 5``) allocated just before
+#: dispatch: new memory, although the op itself returns its input. Not so when the literal wraps memory torch
+#: did not allocate (``torch.as_tensor(a.numpy())`` lifts a ``torch.from_numpy`` tensor): see
+#: ``is_fresh_literal``.
+FRESH_LITERAL_OPS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy"})
 
 
 class WatcherMode(TorchDispatchMode):
@@ -33,6 +40,26 @@ def storage_key(tensor: torch.Tensor):
         return tensor.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
         return None
+
+
+def tensors_in(tree) -> list[torch.Tensor]:
+    """The tensors among an op's arguments or results (any nesting of lists, tuples and dicts)."""
+    return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
+
+
+def is_fresh_literal(name: str, output: torch.Tensor) -> bool:
+    """Whether ``output`` of op ``name`` is a literal torch allocated just before dispatch.
+
+    A literal lifted from a numpy array (``torch.as_tensor(a)``, ``torch.tensor(a)`` before its copy) is a
+    ``torch.from_numpy`` tensor over the array's own memory; such storage, like any torch did not allocate
+    (DLPack, ``frombuffer``), cannot be resized, which is how it is told apart.
+    """
+    if name not in FRESH_LITERAL_OPS:
+        return False
+    try:
+        return output.untyped_storage().resizable()
+    except (RuntimeError, NotImplementedError):
+        return True
 
 
 def tensor_version(tensor: torch.Tensor):

@@ -20,11 +20,13 @@ from __future__ import annotations
 import bisect
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
 
 import torch
 
-from ..common.checks import describe, require_tensor
-from ..facts.graph import Graph, _grad_fn_of, autograd_graph
+from ..common.checks import describe, require_int, require_tensor
+from ..common.text import plural
+from ..facts.graph import Graph, autograd_graph, grad_fn_of
 
 #: ``collapse_repeats`` looks for blocks of at most this many consecutive segments.
 MAX_PERIOD = 24
@@ -44,7 +46,6 @@ class NodeGroup:
     kind: str
     label: str  # "blocks.3", "repeat 2 of 12", "MulBackward0 ×100"
     members: tuple[int, ...]
-    detail: str = ""  # one sentence: the module's class and what it holds, or what one repetition holds
     counts: tuple[tuple[str, int], ...] = ()  # node names (leaves as "leaves") in one repetition, most first
     repetitions: int = 1  # >1 for a whole run of a repeated block in one group
     module_type: str = ""  # the module's class name for "module" groups
@@ -92,6 +93,13 @@ class CollapsedGraph:
     def members(self, item: int) -> tuple[int, ...]:
         return self.group(item).members if self.is_group(item) else (item,)
 
+    def restricted(self, items) -> CollapsedGraph:
+        """The same grouping with only ``items`` drawn: the edges between two of them are kept, the others dropped."""
+        keep = set(items)
+        pairs = [(e, c) for e, c in zip(self.edges, self.edge_counts) if e[0] in keep and e[1] in keep]
+        edges, counts = tuple(e for e, _ in pairs), tuple(c for _, c in pairs)
+        return CollapsedGraph(self.graph, self.how, self.groups, tuple(items), edges, counts, self._group_of)
+
     def describe(self) -> str:
         """One line saying what was collapsed, e.g. ``collapsed 240 nodes into 12 groups by module: …``."""
         if not self.groups:
@@ -99,8 +107,7 @@ class CollapsedGraph:
         how = {"module": "by module", "repeats": "of repeated blocks"}.get(self.how, "")
         names = ", ".join(f"{g.label} ({len(g.members)})" for g in self.groups[:3])
         more = f", … {len(self.groups) - 3} more" if len(self.groups) > 3 else ""
-        plural = "s" if len(self.groups) != 1 else ""
-        return f"collapsed {self.collapsed_nodes} nodes into {len(self.groups)} group{plural} {how}: {names}{more}"
+        return f"collapsed {self.collapsed_nodes} nodes into {plural(len(self.groups), 'group')} {how}: {names}{more}"
 
 
 def _children(graph: Graph) -> list[list[int]]:
@@ -171,7 +178,7 @@ def _require_graph(graph) -> Graph:
 def _aligned_fns(tensor: torch.Tensor, graph: Graph) -> list:
     """The autograd node object behind every graph node (None for the output), walked as autograd_graph does."""
     fns: list = [None]
-    root = _grad_fn_of(tensor)[0]
+    root = grad_fn_of(tensor)[0]
     if root is None or len(graph.nodes) == 1:
         return fns
     index = {id(root): 1}
@@ -209,24 +216,6 @@ def _parent(path: str) -> str:
     return path.rpartition(".")[0]
 
 
-def _topological_children_first(graph: Graph, children: list[list[int]]) -> list[int]:
-    """Node ids ordered so that every node comes after all its children."""
-    indegree = [0] * len(graph.nodes)
-    for kids in children:
-        for c in kids:
-            indegree[c] += 1
-    order = []
-    ready = deque(i for i in range(len(graph.nodes)) if indegree[i] == 0)
-    while ready:
-        v = ready.popleft()
-        order.append(v)
-        for c in children[v]:
-            indegree[c] -= 1
-            if indegree[c] == 0:
-                ready.append(c)
-    return order[::-1]
-
-
 def module_membership(t, model, graph: Graph | None = None) -> dict[int, str | None]:
     """Which module of ``model`` created each node of ``t``'s backward graph.
 
@@ -256,7 +245,8 @@ def module_membership(t, model, graph: Graph | None = None) -> dict[int, str | N
     leaf_module: dict[int, str] = {}  # parameter leaves
     chain_module: dict[int, str] = {}  # backward nodes that only transform one parameter (weight.t())
     anchors: list[tuple[int, str]] = []  # (sequence number, module) of nodes that consume parameters
-    for v in _topological_children_first(graph, children):
+    # Children first: a node's module follows from its children's (a parameter leaf, weight.t()).
+    for v in TopologicalSorter(dict(enumerate(children))).static_order():
         node = graph.nodes[v]
         if node.kind == "leaf":
             variable = getattr(fns[v], "variable", None) if fns[v] is not None else None
@@ -347,10 +337,7 @@ def collapse_by_module(t, model, graph: Graph | None = None, depth: int | None =
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {describe(model)}")
     if depth is not None:
-        if isinstance(depth, bool) or not isinstance(depth, int):
-            raise TypeError(f"depth must be an int or None, got {describe(depth)}")
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
+        depth = require_int(depth, "depth", 1)
     if graph is None:
         graph = autograd_graph(tensor, names=dict(model.named_parameters()))
     membership = module_membership(tensor, model, graph)
@@ -366,16 +353,7 @@ def collapse_by_module(t, model, graph: Graph | None = None, depth: int | None =
             continue
         kind = type(modules[key]).__name__ if key in modules else "module"
         counts = _counts(graph, ids)
-        groups.append(
-            dict(
-                kind="module",
-                label=key,
-                detail=f"{kind} · {len(ids)} nodes: {count_text(counts)}",
-                counts=counts,
-                module_type=kind,
-                members=ids,
-            )
-        )
+        groups.append(dict(kind="module", label=key, counts=counts, module_type=kind, members=ids))
     return _build(graph, "module", groups)
 
 
@@ -545,22 +523,12 @@ def collapse_repeats(graph: Graph, merge_runs: bool = False) -> CollapsedGraph:
                 else:
                     label = f"{reps}× repeated block"
                 counts = _counts(graph, blocks[0])
-                detail = f"{reps} repetitions of {per_block} nodes: {count_text(counts)}"
-                groups.append(
-                    dict(kind="repeat", label=label, detail=detail, counts=counts, repetitions=reps, members=everything)
-                )
+                groups.append(dict(kind="repeat", label=label, counts=counts, repetitions=reps, members=everything))
             else:
                 for r, block in enumerate(blocks):
                     counts = _counts(graph, block)
-                    groups.append(
-                        dict(
-                            kind="repeat",
-                            label=f"repeat {r + 1} of {reps}",
-                            counts=counts,
-                            detail=f"{len(block)} nodes: {count_text(counts)}",
-                            members=sorted(block),
-                        )
-                    )
+                    label = f"repeat {r + 1} of {reps}"
+                    groups.append(dict(kind="repeat", label=label, counts=counts, members=sorted(block)))
             i += period * reps
     return _build(graph, "repeats", groups)
 

@@ -2,30 +2,33 @@
 
 A picture is planned as plain data first (``layout_picture``): which storage cells are shown, which
 elements read each cell, where one step along each dimension lands, and a one-line summary. The plan is
-built only from the model layer (``layout``, ``Layout.index_of``, ``same_storage``, ``shares_memory``)
-plus the storage's values; ``draw_layout`` renders it with matplotlib and nothing else. Tests compare
-the plan, and the artists drawn from it, with torch's own indexing.
+built only from the model layer (``layout``, ``Layout.index_of``, ``same_storage``, ``shares_memory``,
+``storage_values_text``); ``layout_scene`` turns it into a ``Scene``, which ``draw_layout`` renders with
+matplotlib and ``picture_svg`` as SVG. Tests compare the plan, and the scene drawn from it, with torch's own
+indexing.
 
-matplotlib is imported inside the drawing functions, so importing this module stays cheap.
+matplotlib is imported only when a picture is drawn, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-import numpy as np
 import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, require_tensor
-from ..facts.storage import Layout, layout, row_major_indices, same_storage, shares_memory
-from .render_mpl import bare_figure, require_axes
+from ..common.text import dtype_name, plural, tuple_text
+from ..facts.storage import Layout, compare_reads, layout, same_storage, shares_memory, storage_values_text
+from .render_mpl import render, require_axes
+from .render_svg import svg
+from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width
 
 #: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
 #: by elements past the listing are drawn as "?" (not checked), never guessed.
 MAX_LISTED = 16_384
 #: For a tensor longer than ``MAX_LISTED``, also this many of its last elements are looked up (with
-#: ``Layout.index_of``), so the end of a big tensor's region is drawn exactly too.
+#: ``Layout.positions_at``), so the end of a big tensor's region is drawn exactly too.
 TAIL_LISTED = 1_024
 #: The fewest cells ``max_cells`` may ask for (fewer cannot show a start, an end and an elision).
 MIN_CELLS = 8
@@ -36,16 +39,6 @@ MAX_CELLS = 512
 GAP_UNITS = 4
 #: At most this many separate windows onto one big storage (around starts and ends of the tensors).
 MAX_WINDOWS = 4
-
-# Drawing sizes, in inches per cell (horizontal) and per layout unit (vertical).
-_CELL_IN = 0.34
-_ROW_IN = 0.34
-_FONT_PT = 8.0
-# Light fills for the rows (Okabe-Ito hues, lightened). Colour is never the only cue: read cells also
-# carry the element's number and a solid border, unread cells a dotted one, repeats a count and hatching.
-_ROW_FILLS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada")
-_STORAGE_FILL = "#e6e6e6"
-_UNKNOWN_FILL = "#f2f2f2"
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,6 @@ class PictureRow:
     label: str  # drawn above the row: shape, stride, offset, dtype
     description: str  # its part of the summary
     layout: Layout
-    from_tensor: bool
 
 
 @dataclass(frozen=True)
@@ -139,74 +131,8 @@ class LayoutPicture:
         return {c.index: c.positions for c in self.row_cells(name, "read")}
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _format_value(value) -> str:
-    """A storage value as short cell text: 3 significant digits, whole floats without a point."""
-    if isinstance(value, bool):
-        return "T" if value else "F"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, complex):
-        return f"{value.real:.2g}{value.imag:+.2g}j"
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 1e7:
-            return str(int(value))
-        return f"{value:.3g}"
-    return str(value)
-
-
-def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: int = 64) -> tuple[str, ...]:
-    """Read storage cells ``start`` up to ``stop`` of ``t``'s storage (in ``t``'s dtype) as short text.
-
-    This reads the raw storage, whatever ``t``'s own shape and strides are, and never more than
-    ``max_cells`` values, so it is cheap for any storage size.
-
-    Args:
-        t: a strided tensor; its storage is read as elements of ``t.dtype``. A meta tensor has no values:
-            its cells read as empty strings.
-        start: the first storage index (in elements of ``t.dtype``).
-        stop: one past the last storage index; None for the end of the storage.
-        max_cells: read at most this many values (from ``start``).
-
-    Returns:
-        A tuple of strings, one per value read, e.g. ``('0', '1', '2.5')``.
-
-    Raises:
-        TypeError: ``t`` is not a tensor, or ``start``/``stop``/``max_cells`` are not ints.
-        ValueError: the range is outside the storage, or ``max_cells`` < 1.
-    """
-    tensor = require_tensor(t, "t")
-    require_positive_int(max_cells, "max_cells")
-    storage_numel = tensor.untyped_storage().nbytes() // tensor.element_size()
-    if stop is None:
-        stop = storage_numel
-    for name, value in (("start", start), ("stop", stop)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {describe(value)}")
-    if not 0 <= start <= stop <= storage_numel:
-        raise ValueError(
-            f"start and stop must satisfy 0 <= start <= stop <= {storage_numel} (the storage's size in "
-            f"{_dtype_name(tensor.dtype)} elements), got start={start}, stop={stop}"
-        )
-    count = min(stop - start, max_cells)
-    if count == 0:
-        return ()
-    if tensor.device.type == "meta":
-        return ("",) * count
-    # A fresh tensor set onto the raw storage: t's own view bits (conj, neg) and autograd play no part.
-    window = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
-    window.set_(tensor.untyped_storage(), start, (count,), (1,))
-    try:
-        values = window.cpu().tolist()
-    except (RuntimeError, TypeError):  # quantized and other dtypes without Python values
-        return ("?",) * count
-    return tuple(_format_value(v) for v in values)
-
-
-def _check_names(names, count: int) -> list[str]:
+def _row_names(names, count: int) -> list[str]:
+    """The rows' display names: ``names`` checked, or ``t0``, ``t1``, ... ."""
     if names is None:
         return [f"t{i}" for i in range(count)]
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
@@ -347,35 +273,11 @@ def _slots(pieces, itemsize: int):
             yield from range(_align_up(begin, itemsize) // itemsize, end // itemsize)
 
 
-def _listed_positions(lay: Layout, visible: set[int]) -> dict[int, list[int]]:
-    """``{storage index: [row-major positions]}`` for the listed elements that land in ``visible``."""
-    found: dict[int, list[int]] = {}
-    if lay.numel == 0 or not visible:
-        return found
-    if all(-(2**63) <= i < 2**63 for i in (min(lay.element_indices), max(lay.element_indices))):
-        indices = np.asarray(lay.element_indices, dtype=np.int64)
-        wanted = np.fromiter(sorted(visible), dtype=np.int64)
-        for position in np.nonzero(np.isin(indices, wanted))[0].tolist():
-            found.setdefault(int(indices[position]), []).append(position)
-    else:  # indices past int64 (a meta tensor with huge strides): plain Python ints
-        for position, index in enumerate(lay.element_indices):
-            if index in visible:
-                found.setdefault(index, []).append(position)
-    if lay.indices_truncated:
-        # The end of a long tensor: its last elements, looked up with the model's address formula.
-        first_tail = max(len(lay.element_indices), lay.numel - TAIL_LISTED)
-        tail = row_major_indices(lay.shape, lay.stride, lay.storage_offset, first_tail, lay.numel)
-        for offset, storage_index in enumerate(tail):
-            if storage_index in visible:
-                found.setdefault(storage_index, []).append(first_tail + offset)
-    return found
-
-
 def _row_cells(strip_no: int, member: _Member, pieces) -> list[PictureCell]:
     lay = member.layout
     size = lay.itemsize
     slots = list(_slots(pieces, size))
-    found = _listed_positions(lay, set(slots))
+    found = lay.positions_at(slots, tail=TAIL_LISTED)
     span = lay.index_range
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
@@ -401,30 +303,20 @@ def _row_cells(strip_no: int, member: _Member, pieces) -> list[PictureCell]:
 
 
 def _steps(strip_no: int, member: _Member, visible: set[int]) -> list[PictureStep]:
-    lay = member.layout
-    if lay.numel == 0 or lay.ndim == 0:
-        return []
-    origin = lay.index_of(*([0] * lay.ndim))
-    steps = []
-    for dim, size in enumerate(lay.shape):
-        if size < 2:
-            continue  # a dimension of size 1 is never stepped along: its stride does not matter
-        target = lay.index_of(*(1 if d == dim else 0 for d in range(lay.ndim)))
-        shown = origin in visible and target in visible
-        steps.append(PictureStep(strip_no, member.name, dim, lay.stride[dim], origin, target, shown))
-    return steps
-
-
-def _shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    """One step per dimension longer than 1, from element 0's cell (a dimension of size 1 is never stepped)."""
+    stride = member.layout.stride
+    return [
+        PictureStep(strip_no, member.name, dim, stride[dim], origin, target, origin in visible and target in visible)
+        for dim, origin, target in member.layout.step_targets()
+    ]
 
 
 def _row_label(member: _Member) -> str:
     lay = member.layout
     contiguous = "contiguous" if lay.is_contiguous else "not contiguous"
     return (
-        f"{member.name}: shape {_shape_text(lay.shape)}  stride {_shape_text(lay.stride)}  "
-        f"offset {lay.storage_offset}  ·  {_dtype_name(lay.dtype)}  ·  {contiguous}"
+        f"{member.name}: shape {tuple_text(lay.shape)}  stride {tuple_text(lay.stride)}  "
+        f"offset {lay.storage_offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
     )
 
 
@@ -452,62 +344,49 @@ def _reads_text(lay: Layout, in_bytes: bool) -> str:
 
 def _repeat_text(lay: Layout) -> str:
     """How often a fully listed layout reads its cells, e.g. 'each 3 times (stride 0 repeats them)'."""
-    counts = np.unique(np.asarray(lay.element_indices), return_counts=True)[1]
-    low, high = int(counts.min()), int(counts.max())
+    low, high = lay.read_counts()
     often = f"each {high} times" if low == high else f"{low} to {high} times each"
     zero = any(step == 0 and size > 1 for size, step in zip(lay.shape, lay.stride))
     return often + (" (stride 0 repeats them)" if zero else "")
 
 
-def _byte_set(lay: Layout) -> set[int]:
-    size = lay.itemsize
-    return {index * size + b for index in set(lay.element_indices) for b in range(size)}
-
-
 def _relation(member: _Member, first: _Member) -> str | None:
-    """How a row's cells relate to the strip's first row, from the listings or ``shares_memory``."""
-    lay, base = member.layout, first.layout
-    if lay.numel == 0 or base.numel == 0:
+    """How a row's cells relate to the strip's first row, from ``compare_reads`` or ``shares_memory``."""
+    lay, name = member.layout, first.name
+    if lay.numel == 0 or first.layout.numel == 0:
         return None
-    complete = not lay.indices_truncated and not base.indices_truncated
-    if complete and lay.itemsize == base.itemsize:
-        mine, theirs = set(lay.element_indices), set(base.element_indices)
-        if mine == theirs:
-            if lay.numel != len(mine):
-                return f"reads the same {len(mine):,} cells as {first.name}, {_repeat_text(lay)}"
-            order = "same" if lay.element_indices == base.element_indices else "a different"
-            return f"reads the same {len(mine):,} cells as {first.name} in {order} order"
-        common = len(mine & theirs)
-        if not common:
-            return f"shares no cell with {first.name} (same storage, no overlap)"
-        if mine < theirs:
-            return f"{common:,} of {first.name}'s {len(theirs):,} cells"
-        if theirs < mine:
-            return f"all {len(theirs):,} of {first.name}'s cells and {len(mine) - common:,} more"
-        return f"{common:,} of them also read by {first.name}"
-    if complete and lay.numel * lay.itemsize <= 1 << 16 and base.numel * base.itemsize <= 1 << 16:
-        mine, theirs = _byte_set(lay), _byte_set(base)
-        if mine == theirs:
-            return f"reads the same {len(mine):,} bytes as {first.name}"
-        common = len(mine & theirs)
-        if not common:
-            return f"shares no byte with {first.name} (same storage, no overlap)"
-        if mine < theirs:
-            return f"{common:,} of {first.name}'s {len(theirs):,} bytes"
-        return f"{common:,} of its {len(mine):,} bytes are also read by {first.name}"
-    if member.tensor is not None and first.tensor is not None:
+    overlap = compare_reads(lay, first.layout)
+    if overlap is None:
+        if member.tensor is None or first.tensor is None:
+            return None
         if shares_memory(member.tensor, first.tensor):
-            return f"shares memory with {first.name}"
-        return f"shares no memory with {first.name} (same storage, no overlap)"
-    return None
+            return f"shares memory with {name}"
+        return f"shares no memory with {name} (same storage, no overlap)"
+    unit, mine, theirs, common = overlap.unit, overlap.mine, overlap.theirs, overlap.common
+    if common == mine == theirs:
+        if unit == "byte":
+            return f"reads the same {mine:,} bytes as {name}"
+        if lay.numel != mine:
+            return f"reads the same {mine:,} cells as {name}, {_repeat_text(lay)}"
+        order = "same" if overlap.same_order else "a different"
+        return f"reads the same {mine:,} cells as {name} in {order} order"
+    if not common:
+        return f"shares no {unit} with {name} (same storage, no overlap)"
+    if common == mine:
+        return f"{common:,} of {name}'s {theirs:,} {unit}s"
+    if unit == "byte":
+        return f"{common:,} of its {mine:,} bytes are also read by {name}"
+    if common == theirs:
+        return f"all {theirs:,} of {name}'s cells and {mine - common:,} more"
+    return f"{common:,} of them also read by {name}"
 
 
 def _row_description(member: _Member, first: _Member | None, strip_itemsize: int, strip_dtype) -> str:
     lay = member.layout
     in_bytes = lay.itemsize != strip_itemsize
-    head = f"{member.name}: shape {_shape_text(lay.shape)} stride {_shape_text(lay.stride)} offset {lay.storage_offset}"
+    head = f"{member.name}: shape {tuple_text(lay.shape)} stride {tuple_text(lay.stride)} offset {lay.storage_offset}"
     if lay.dtype != strip_dtype:
-        head += f" as {_dtype_name(lay.dtype)} ({lay.itemsize} byte{'' if lay.itemsize == 1 else 's'} each)"
+        head += f" as {dtype_name(lay.dtype)} ({plural(lay.itemsize, 'byte')} each)"
     relation = _relation(member, first) if first is not None else None
     if relation is not None and relation.startswith("reads the same"):
         return f"{head} {relation}"
@@ -549,7 +428,7 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
         ValueError: no tensors; bad names; ``max_cells`` < 8; ``show_values=True`` for a strip of
             Layouts only (a Layout holds no values).
     """
-    names = _check_names(names, len(tensors))
+    names = _row_names(names, len(tensors))
     require_positive_int(max_cells, "max_cells")
     if max_cells < MIN_CELLS:
         raise ValueError(f"max_cells must be at least {MIN_CELLS}, got {max_cells}")
@@ -569,7 +448,7 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
                 f"show_values=True needs a tensor to read values from, but {first.name} is a Layout "
                 "(it holds no values): pass show_values=False, or pass the tensor itself"
             )
-        strip_dtype, strip_size = first.layout.dtype, first.layout.itemsize
+        dtype, itemsize = first.layout.dtype, first.layout.itemsize
         sizes = [m.layout.itemsize for m in group]
         unit = math.gcd(*sizes)
         align = math.lcm(*sizes)
@@ -578,47 +457,33 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
         budget = max(align, _align_down(max_cells * unit, align))
         pieces = _pieces(_windows(group, total, budget, align, unit), total)
 
-        numel = nbytes // strip_size
-        description = f"storage of {numel:,} {_dtype_name(strip_dtype)} ({nbytes:,} bytes)"
+        numel = nbytes // itemsize
+        description = f"storage of {numel:,} {dtype_name(dtype)} ({nbytes:,} bytes)"
         if any(kind == "gap" for kind, _, _ in pieces):
-            description += f", {_shown_text(pieces, strip_size)}"
+            description += f", {_shown_text(pieces, itemsize)}"
         if strip_no > 0 and (first.tensor is None or groups[0][0].tensor is None):
             description += " (a Layout does not say which storage it is over: drawn apart)"
         elif strip_no > 0:
             description = f"{description}, separate from {groups[0][0].name}'s (not shared)"
         if len(group) > 1 and any(m.tensor is None for m in group):
             description += " (Layouts drawn on one strip because their storage sizes match)"
-        strips.append(
-            PictureStrip(
-                strip_no,
-                strip_dtype,
-                strip_size,
-                unit,
-                numel,
-                nbytes,
-                pieces,
-                tuple(m.name for m in group),
-                description,
-            )
-        )
+        row_names = tuple(m.name for m in group)
+        strips.append(PictureStrip(strip_no, dtype, itemsize, unit, numel, nbytes, pieces, row_names, description))
 
-        storage_slots = list(_slots(pieces, strip_size))
+        storage_slots = list(_slots(pieces, itemsize))
         values: dict[int, str] = {}
         if show_values and holder is not None and storage_slots:
             source = holder.tensor
-            if holder.layout.dtype != strip_dtype:
+            if holder.layout.dtype != dtype:
                 # Read the raw storage as the strip's dtype (a view(dtype) of the tensor may not exist).
-                source = torch.empty(0, dtype=strip_dtype, device=source.device).set_(source.untyped_storage())
+                source = torch.empty(0, dtype=dtype, device=source.device).set_(source.untyped_storage())
             for kind, begin, end in pieces:
                 if kind == "cells":
-                    lo, hi = _align_up(begin, strip_size) // strip_size, end // strip_size
+                    lo, hi = _align_up(begin, itemsize) // itemsize, end // itemsize
                     values.update(zip(range(lo, hi), storage_values_text(source, lo, hi, max_cells=hi - lo or 1)))
         for index in storage_slots:
-            cells.append(
-                PictureCell(
-                    strip_no, "storage", index, index * strip_size, strip_size, "value", (), True, values.get(index, "")
-                )
-            )
+            text = values.get(index, "")
+            cells.append(PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text))
 
         row_parts = []
         for member in group:
@@ -628,11 +493,9 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
             any_repeat |= any(len(c.positions) > 1 or not c.count_exact for c in row_cells if c.state == "read")
             any_unread |= any(c.state == "unread" for c in row_cells)
             steps.extend(_steps(strip_no, member, set(_slots(pieces, member.layout.itemsize))))
-            text = _row_description(member, first if member is not first else None, strip_size, strip_dtype)
+            text = _row_description(member, first if member is not first else None, itemsize, dtype)
             row_parts.append(text)
-            rows.append(
-                PictureRow(strip_no, member.name, _row_label(member), text, member.layout, member.tensor is not None)
-            )
+            rows.append(PictureRow(strip_no, member.name, _row_label(member), text, member.layout))
         summary_parts.append("; ".join([description, *row_parts]))
 
     notes = ["numbers: each element's row-major position"]
@@ -669,14 +532,77 @@ def layout_summary(*tensors, names=None, max_cells: int = 64) -> str:
 
 # ---------------------------------------------------------------------------------------------- drawing
 #
-# One drawing routine (``_render``) emits rectangles, texts, lines and arrows in picture coordinates
-# (x in cells, y in layout units downward) to a small canvas: ``_MatplotlibCanvas`` makes artists for
-# ``draw_layout``; ``_SvgCanvas`` writes SVG text for live widgets, where rasterising a matplotlib
-# figure on every change is too slow (measured in benchmarks/bench_explorers.py).
+# ``_geometry`` places everything in cells across and layout units down (a row of cells is one unit tall);
+# ``layout_scene`` converts that once to points and emits one scene item per rectangle, text, tick and arrow.
+
+CELL_PT = 0.34 * 72  # points per cell across
+ROW_PT = 0.34 * 72  # points per layout unit down
+SIDE_MARGIN = 0.3  # cells left of the strips and right of the widest text
+TOP_MARGIN = 0.2
+TITLE_HEIGHT = 0.9  # a strip's title line
+TITLE_RAISE = 0.2  # the title's baseline above the end of its line
+INDEX_GAP = 0.35  # between a strip's title and its storage indices
+INDEX_HEIGHT = 0.45  # storage indices written across
+TURNED_CHAR = 0.2  # per character of storage indices turned upright
+TURNED_PAD = 0.2
+CELL_HEIGHT = 1.0
+LABEL_HEIGHT = 0.95  # above each row: its label
+LABEL_LIFT = 0.12  # labels and storage indices stand this far above their cells
+LANE_HEIGHT = 0.75  # per step arrow under a row
+ROW_PAD = 0.25  # below a row's last arrow
+STRIP_GAP = 0.5
+LEGEND_DROP = 0.2  # the legend's top below the last strip
+LEGEND_HEIGHT = 0.8
+CELL_INSET = 0.04  # a row cell's inset on each side, so neighbours' borders stay apart
+GAP_INSET = 0.1  # a gap marker's inset on each side
+LOOP_REACH = 0.3  # a stride-0 loop spans this far either side of its cell's middle
+LOOP_DROP = 0.05  # the loop starts this far below its row
+LOOP_POINTS = 8  # points along a loop's curve
+ARROW_ROOM = 0.6  # room right of an arrow's start for a loop
+LABEL_PAD = 0.3  # between the rightmost arrow and the step labels
+COUNT_Y = 0.32  # a repeated cell's count, from the cell's top
+POSITIONS_Y = 0.76  # a repeated cell's positions, from the cell's top
+POSITIONS_PER_CELL = 6  # characters of positions a repeated cell lists per cell of its width
+FIT_ROOM = 0.9  # the share of a cell's width its text may fill
+TURN_INDICES_AT = 0.9  # storage indices are turned upright when wider than this share of a cell
+MIN_FONT_PT = 4.5
+FONT_PT = 8.0
+SMALL_PT = 6.5  # storage indices, positions, gap markers
+STEP_PT = 7.0  # step labels and the legend
+
+# Light fills for the rows (Okabe-Ito hues, lightened). Colour is never the only cue: read cells also
+# carry the element's number and a solid border, unread cells a dotted one, repeats a count and hatching.
+ROW_FILLS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada")
+DASHED, DOTTED = (3.7, 1.6), (1.0, 1.65)  # matplotlib's "--" and ":", in line widths
+STYLES = {
+    "storage": Style(fill="#e6e6e6", edge="#444444", width=1.0),
+    **{f"row{i}": Style(fill=fill, edge="#222222", width=1.0) for i, fill in enumerate(ROW_FILLS)},
+    **{f"row{i}-repeated": Style(fill=fill, edge="#222222", width=2.0, hatch=True) for i, fill in enumerate(ROW_FILLS)},
+    "unread": Style(fill="white", edge="#b0b0b0", width=1.0, dash=DOTTED),
+    "unknown": Style(fill="#f2f2f2", edge="#bbbbbb", width=1.0, dash=DASHED),
+    "gap": Style(fill="white", edge="#888888", width=0.8, dash=DASHED),
+    "tick": Style(edge="#333333", width=0.8, zorder=2),
+    "step": Style(edge="#222222", width=1.2, zorder=2),
+    "step-not-shown": Style(edge="#222222", width=1.2, dash=DASHED, zorder=2),
+    "loop": Style(edge="#222222", width=1.0, zorder=2),
+    "strip-title": Style(size=FONT_PT + 1, weight="bold", zorder=3),
+    "index": Style(size=SMALL_PT, color="#444444", zorder=3),
+    "value": Style(size=FONT_PT, zorder=3),
+    "unchecked": Style(size=FONT_PT, color="#888888", zorder=3),
+    "count": Style(size=FONT_PT, weight="bold", halo=True, zorder=3),
+    "positions": Style(size=SMALL_PT, halo=True, zorder=3),
+    "gap-text": Style(size=SMALL_PT, line_spacing=1.0, zorder=3),
+    "elided": Style(size=FONT_PT + 2, color="#555555", zorder=3),
+    "label": Style(size=FONT_PT, zorder=3),
+    "step-text": Style(size=STEP_PT, halo=True, zorder=3),
+    "legend": Style(size=STEP_PT, color="#444444", zorder=3),
+}
 
 
 @dataclass
 class _Geometry:
+    """Where ``_geometry`` put everything: x in cells, y in layout units (down)."""
+
     width: float  # in cells
     height: float  # in layout units
     x_of: list  # per strip: function byte -> x (None if the byte is elided)
@@ -691,16 +617,18 @@ class _Geometry:
     legend_y: float
 
 
-def _text_cells(text: str, points: float) -> float:
-    """Roughly how many cells wide a line of text is (DejaVu Sans averages ~0.6 em per character)."""
-    return len(text) * points * 0.6 / 72 / _CELL_IN
+def _cells_wide(text: str, style: str) -> float:
+    """How many cells wide ``text`` is in ``style`` (measured by ``scene.text_width``)."""
+    look = STYLES[style]
+    return text_width(text, look.family, look.size, look.weight) / CELL_PT
 
 
 def _geometry(picture: LayoutPicture) -> _Geometry:
+    """Where every strip, row, gap, arrow and label goes, in cells across and layout units down."""
     x_of, gaps, header_y, strip_y, index_rotated = [], [], [], [], []
     row_y, lanes, arrows, label_x = {}, {}, {}, {}
     width = 0.0
-    y = 0.2
+    y = TOP_MARGIN
     steps_by_row: dict[str, list[PictureStep]] = {}
     for step in picture.steps:
         steps_by_row.setdefault(step.row, []).append(step)
@@ -725,36 +653,38 @@ def _geometry(picture: LayoutPicture) -> _Geometry:
 
         x_of.append(x_at)
         gaps.append(strip_gaps)
-        width = max(width, cursor, _text_cells(strip.description, _FONT_PT + 1))
+        width = max(width, cursor, _cells_wide(strip.description, "strip-title"))
         last_index = max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == "cells")
-        rotated = _text_cells(f"{last_index:,}", 6.5) > strip.itemsize / unit * 0.9
+        rotated = _cells_wide(f"{last_index:,}", "index") > strip.itemsize / unit * TURN_INDICES_AT
         index_rotated.append(rotated)
-        y += 0.9
-        header_y.append(y - 0.2)
-        y += 0.35 + (0.2 * len(f"{last_index:,}") + 0.2 if rotated else 0.45)  # index labels
+        y += TITLE_HEIGHT
+        header_y.append(y - TITLE_RAISE)
+        y += INDEX_GAP + (TURNED_CHAR * len(f"{last_index:,}") + TURNED_PAD if rotated else INDEX_HEIGHT)
         strip_y.append(y)
-        y += 1.0
+        y += CELL_HEIGHT
         for name in strip.rows:
-            width = max(width, _text_cells(labels[name], _FONT_PT))
-            y += 0.95
+            width = max(width, _cells_wide(labels[name], "label"))
+            y += LABEL_HEIGHT
             row_y[name] = y
-            y += 1.0
+            y += CELL_HEIGHT
             # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
             right = None
             for step in sorted(steps_by_row.get(name, []), key=lambda s: abs(s.to_index - s.from_index)):
-                y += 0.75
+                y += LANE_HEIGHT
                 lanes[(name, step.dim)] = y
                 arrow = _arrow(step, strip, itemsizes[name], x_at)
                 arrows[(name, step.dim)] = arrow
                 if arrow is not None:
-                    right = max(right or 0.0, arrow[0] + 0.6, arrow[1] if arrow[1] is not None else 0.0)
-                    width = max(width, right + 0.3 + _text_cells(arrow[2], 7))
+                    right = max(right or 0.0, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
+                    width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
             # Labels in one column right of every arrow of the row: no tick line crosses a label.
-            label_x[name] = (right or 0.0) + 0.3
-            y += 0.25
-        y += 0.5
-    width = max(width, _text_cells(" · ".join(picture.notes), 7))
-    return _Geometry(width, y + 0.8, x_of, gaps, header_y, strip_y, row_y, lanes, arrows, label_x, index_rotated, y)
+            label_x[name] = (right or 0.0) + LABEL_PAD
+            y += ROW_PAD
+        y += STRIP_GAP
+    width = max(width, _cells_wide(" · ".join(picture.notes), "legend"))
+    return _Geometry(
+        width, y + LEGEND_HEIGHT, x_of, gaps, header_y, strip_y, row_y, lanes, arrows, label_x, index_rotated, y
+    )
 
 
 def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
@@ -764,9 +694,9 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     if start is None:
         return None
     if itemsize == strip.itemsize:
-        jump = f"{step.stride:,} cell" + ("" if step.stride == 1 else "s")
+        jump = plural(step.stride, "cell", fmt=",")
     else:
-        jump = f"{step.stride * itemsize:,} byte" + ("" if step.stride * itemsize == 1 else "s")
+        jump = plural(step.stride * itemsize, "byte", fmt=",")
     if step.stride == 0:
         return start + half, None, f"dim {step.dim}: stride 0 = stays on the same cell"
     label = f"dim {step.dim}: stride {step.stride} = jump {jump}"
@@ -787,14 +717,42 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     return start + half, end + half, label
 
 
-def figure_size(picture: LayoutPicture) -> tuple[float, float]:
-    """The figure size that draws ``picture`` at its natural scale (what ``draw_layout`` uses).
+def _fit(text: str, cells_wide: float, style: str) -> float | None:
+    """The font size at which ``text`` fits a cell ``cells_wide`` cells wide; None: the style's own fits."""
+    look = STYLES[style]
+    room = cells_wide * CELL_PT * FIT_ROOM
+    wide = text_width(text, look.family, look.size, look.weight)
+    if not text or wide <= room:
+        return None
+    return max(MIN_FONT_PT, look.size * room / wide)
+
+
+def _loop(x: float, y: float) -> tuple:
+    """Points along a stride-0 loop: down from (x0, y) and back up to its start's right, in points."""
+    x0, x1 = x - LOOP_REACH * CELL_PT, x + LOOP_REACH * CELL_PT
+    # The cubic curve a loop was drawn with: control points 4 points outside and 16 points below its ends.
+    curve = ((x0, y), (x0 - 4, y + 16), (x1 + 4, y + 16), (x1, y + 1))
+    points = []
+    for k in range(LOOP_POINTS):
+        t = k / (LOOP_POINTS - 1)
+        weights = ((1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t**3)
+        points.append(tuple(sum(w * p[axis] for w, p in zip(weights, curve)) for axis in (0, 1)))
+    return tuple(points)
+
+
+def layout_scene(picture: LayoutPicture) -> Scene:
+    """The drawing of a ``LayoutPicture`` as a ``Scene``, in points; both renderers draw it.
+
+    Every cell's rectangle and texts carry ids naming it: ``cell:<strip>:<row>:<index>``, ``text:…``,
+    ``index:…`` (storage cells), ``positions:…`` (repeated cells); also ``strip:<strip>``,
+    ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``, ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``
+    and ``legend``. The title is the picture's summary.
 
     Args:
         picture: from ``layout_picture``.
 
     Returns:
-        ``(width, height)`` in inches.
+        A ``Scene``.
 
     Raises:
         TypeError: ``picture`` is not a LayoutPicture.
@@ -802,346 +760,100 @@ def figure_size(picture: LayoutPicture) -> tuple[float, float]:
     if not isinstance(picture, LayoutPicture):
         raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
     geometry = _geometry(picture)
-    return (geometry.width + 0.6) * _CELL_IN, geometry.height * _ROW_IN
 
+    def px(x: float) -> float:
+        return (x + SIDE_MARGIN) * CELL_PT
 
-def _fit_points(text: str, cells_wide: float, largest: float = _FONT_PT) -> float:
-    """A font size at which ``text`` fits in a cell ``cells_wide`` cells wide."""
-    if not text:
-        return largest
-    room = cells_wide * _CELL_IN * 72 * 0.9
-    return max(4.5, min(largest, room / (0.7 * len(text))))
+    def py(y: float) -> float:
+        return y * ROW_PT
 
+    def box(x: float, y: float, w: float, style: str, ident: str) -> Rect:
+        return Rect(px(x), py(y), w * CELL_PT, CELL_HEIGHT * ROW_PT, style, ident)
 
-class _MatplotlibCanvas:
-    """Emit the picture as matplotlib artists on an Axes (each carrying its gid)."""
+    def centred(x: float, y: float, text: str, style: str, ident: str = "", fit: float = 0.0) -> Text:
+        """A text centred on (x, y), shrunk to fit ``fit`` cells across when that is given."""
+        return Text(px(x), py(y), text, style, ident, "middle", "middle", _fit(text, fit, style) if fit else None)
 
-    def __init__(self, ax, geometry: _Geometry):
-        from matplotlib.patches import FancyArrowPatch, Rectangle
-        from matplotlib.transforms import TransformedPatchPath
-
-        self._arrow, self._rectangle = FancyArrowPatch, Rectangle
-        self.ax = ax
-        # One clip path shared by every artist: left unset, the Axes makes one per artist, which is
-        # most of the cost of drawing a few hundred cells.
-        self.clip = TransformedPatchPath(ax.patch)
-        self._rgba = {}
-        ax.set_axis_off()
-        ax.set_xlim(-0.3, geometry.width + 0.3)
-        ax.set_ylim(geometry.height, 0)
-
-    def _colour(self, name: str) -> tuple:
-        """A colour as an RGBA tuple, converted once: matplotlib re-parses every colour string it is given."""
-        if name not in self._rgba:
-            from matplotlib.colors import to_rgba
-
-            self._rgba[name] = to_rgba(name)
-        return self._rgba[name]
-
-    def rect(self, x, y, w, h, face, edge, width=1.0, dash=None, hatch=None, gid=None):
-        style = {"--": "--", ":": ":"}.get(dash, "-")
-        face, edge = self._colour(face), self._colour(edge)
-        # add_artist, not add_patch: limits are fixed, so skipping data-limit updates saves time.
-        self.ax.add_artist(
-            self._rectangle(
-                (x, y),
-                w,
-                h,
-                facecolor=face,
-                edgecolor=edge,
-                linewidth=width,
-                linestyle=style,
-                hatch=hatch,
-                gid=gid,
-                clip_path=self.clip,
-            )
-        )
-
-    def text(
-        self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0, halo=False, gid=None
-    ):
-        bbox = {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
-        self.ax.text(
-            x,
-            y,
-            s,
-            fontsize=size,
-            ha=ha,
-            va=va,
-            fontweight=weight,
-            color=self._colour(color),
-            rotation=rotation,
-            bbox=bbox if halo else None,
-            gid=gid,
-            linespacing=1.0,
-            clip_path=self.clip,
-        )
-
-    def line(self, x0, y0, x1, y1, color="#333333", width=0.8):
-        self.ax.plot([x0, x1], [y0, y1], color=self._colour(color), linewidth=width, clip_path=self.clip)
-
-    def arrow(self, x0, y0, x1, y1, dashed=False, gid=None):
-        self.ax.add_artist(
-            self._arrow(
-                (x0, y0),
-                (x1, y1),
-                arrowstyle="-|>",
-                mutation_scale=9,
-                linewidth=1.2,
-                linestyle="--" if dashed else "-",
-                color="#222222",
-                shrinkA=0,
-                shrinkB=0,
-                gid=gid,
-                clip_path=self.clip,
-            )
-        )
-
-    def loop(self, x, y, gid=None):
-        self.ax.add_artist(
-            self._arrow(
-                (x - 0.3, y),
-                (x + 0.3, y),
-                connectionstyle="arc3,rad=1.6",
-                arrowstyle="->",
-                mutation_scale=8,
-                linewidth=1.0,
-                gid=gid,
-                clip_path=self.clip,
-            )
-        )
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-class _SvgCanvas:
-    """Emit the picture as an SVG document (text stays text: crisp, searchable, cheap to make)."""
-
-    _BASELINE = {"center": "central", "top": "hanging", "bottom": "alphabetic"}
-    _ANCHOR = {"center": "middle", "left": "start", "right": "end"}
-
-    def __init__(self, geometry: _Geometry, summary: str):
-        self.sx, self.sy = _CELL_IN * 72, _ROW_IN * 72  # points per cell / per layout unit
-        self.width, self.height = (geometry.width + 0.6) * self.sx, geometry.height * self.sy
-        self.parts = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width:.0f}pt" height="{self.height:.0f}pt" '
-            f'viewBox="0 0 {self.width:.1f} {self.height:.1f}" role="img" '
-            f'font-family="DejaVu Sans, Verdana, sans-serif"><title>{_xml(summary)}</title>'
-            '<defs><pattern id="hatch" width="5" height="5" patternUnits="userSpaceOnUse" '
-            'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#333" stroke-width="1"/>'
-            '</pattern><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="4.5" '
-            'markerHeight="4.5" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#222"/></marker>'
-            "</defs>"
-        ]
-
-    def _x(self, x):
-        return (x + 0.3) * self.sx
-
-    def _y(self, y):
-        return y * self.sy
-
-    def rect(self, x, y, w, h, face, edge, width=1.0, dash=None, hatch=None, gid=None):
-        dasharray = {"--": ' stroke-dasharray="4,2"', ":": ' stroke-dasharray="1,2"'}.get(dash, "")
-        ident = f' id="{_xml(gid)}"' if gid else ""
-        box = f'x="{self._x(x):.2f}" y="{self._y(y):.2f}" width="{w * self.sx:.2f}" height="{h * self.sy:.2f}"'
-        self.parts.append(f'<rect{ident} {box} fill="{face}" stroke="{edge}" stroke-width="{width}"{dasharray}/>')
-        if hatch:
-            self.parts.append(f'<rect {box} fill="url(#hatch)" fill-opacity="0.45" stroke="none"/>')
-
-    def text(
-        self, x, y, s, size, ha="center", va="center", weight="normal", color="black", rotation=0, halo=False, gid=None
-    ):
-        ident = f' id="{_xml(gid)}"' if gid else ""
-        px, py = self._x(x), self._y(y)
-        attributes = (
-            f'x="{px:.2f}" y="{py:.2f}" font-size="{size:.1f}" text-anchor="{self._ANCHOR[ha]}" '
-            f'dominant-baseline="{self._BASELINE[va]}" fill="{color}"'
-        )
-        if weight != "normal":
-            attributes += f' font-weight="{weight}"'
-        if rotation:
-            # Turned text is anchored at its bottom end, like matplotlib's va="bottom" with rotation 90.
-            attributes = (
-                f'x="{px:.2f}" y="{py:.2f}" font-size="{size:.1f}" text-anchor="start" '
-                f'dominant-baseline="central" fill="{color}" transform="rotate(-{rotation} {px:.2f} {py:.2f})"'
-            )
-        lines = s.split("\n")
-        if len(lines) == 1:
-            if halo:
-                # A white outline drawn first, as a separate copy (paint-order is not supported everywhere).
-                self.parts.append(f'<text {attributes} stroke="white" stroke-width="3">{_xml(s)}</text>')
-            self.parts.append(f"<text{ident} {attributes}>{_xml(s)}</text>")
-            return
-        first = -(len(lines) - 1) / 2 * 1.1
-        spans = "".join(
-            f'<tspan x="{px:.2f}" dy="{(first if i == 0 else 1.1):.2f}em">{_xml(line)}</tspan>'
-            for i, line in enumerate(lines)
-        )
-        self.parts.append(f"<text{ident} {attributes}>{spans}</text>")
-
-    def line(self, x0, y0, x1, y1, color="#333333", width=0.8):
-        self.parts.append(
-            f'<line x1="{self._x(x0):.2f}" y1="{self._y(y0):.2f}" x2="{self._x(x1):.2f}" y2="{self._y(y1):.2f}" '
-            f'stroke="{color}" stroke-width="{width}"/>'
-        )
-
-    def arrow(self, x0, y0, x1, y1, dashed=False, gid=None):
-        ident = f' id="{_xml(gid)}"' if gid else ""
-        dash = ' stroke-dasharray="4,2"' if dashed else ""
-        self.parts.append(
-            f'<line{ident} x1="{self._x(x0):.2f}" y1="{self._y(y0):.2f}" x2="{self._x(x1):.2f}" '
-            f'y2="{self._y(y1):.2f}" stroke="#222" stroke-width="1.2"{dash} marker-end="url(#head)"/>'
-        )
-
-    def loop(self, x, y, gid=None):
-        ident = f' id="{_xml(gid)}"' if gid else ""
-        x0, x1, py = self._x(x - 0.3), self._x(x + 0.3), self._y(y)
-        self.parts.append(
-            f'<path{ident} d="M{x0:.2f},{py:.2f} C{x0 - 4:.2f},{py + 16:.2f} {x1 + 4:.2f},{py + 16:.2f} '
-            f'{x1:.2f},{py + 1:.2f}" fill="none" stroke="#222" stroke-width="1" marker-end="url(#head)"/>'
-        )
-
-    def finish(self) -> str:
-        return "".join(self.parts) + "</svg>"
-
-
-def _render(canvas, picture: LayoutPicture, geometry: _Geometry) -> None:
-    """Draw ``picture`` on ``canvas``; every cell's rectangle and text carries an id naming the cell."""
-    fills = {row.name: _ROW_FILLS[i % len(_ROW_FILLS)] for i, row in enumerate(picture.rows)}
+    fills = {row.name: f"row{i % len(ROW_FILLS)}" for i, row in enumerate(picture.rows)}
     strips = picture.strips
-
+    items: list = []
     for strip in strips:
         top = geometry.strip_y[strip.index]
-        canvas.text(
-            0,
-            geometry.header_y[strip.index],
-            strip.description,
-            _FONT_PT + 1,
-            ha="left",
-            va="bottom",
-            weight="bold",
-            gid=f"strip:{strip.index}",
-        )
+        title_y = py(geometry.header_y[strip.index])
+        items.append(Text(px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
         for x0, x1, hidden in geometry.gaps[strip.index]:
-            canvas.rect(
-                x0 + 0.1, top, x1 - x0 - 0.2, 1.0, "white", "#888888", 0.8, dash="--", gid=f"gap:{strip.index}:{x0:g}"
-            )
-            canvas.text(
-                (x0 + x1) / 2, top + 0.5, f"… {hidden:,} cells\nnot shown …", 6.5, gid=f"gaptext:{strip.index}:{x0:g}"
-            )
+            middle, ident = (x0 + x1) / 2, f"{strip.index}:{x0:g}"
+            items.append(box(x0 + GAP_INSET, top, x1 - x0 - 2 * GAP_INSET, "gap", f"gap:{ident}"))
+            text = f"… {hidden:,} cells\nnot shown …"
+            items.append(centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
             for name in strip.rows:
-                canvas.text((x0 + x1) / 2, geometry.row_y[name] + 0.5, "…", _FONT_PT + 2, color="#555555")
+                items.append(centred(middle, geometry.row_y[name] + CELL_HEIGHT / 2, "…", "elided"))
 
     for cell in picture.cells:
         strip = strips[cell.strip]
         x0 = geometry.x_of[cell.strip](cell.byte_start)
         wide = cell.nbytes / strip.unit_bytes
-        gid = f"{cell.strip}:{cell.row}:{cell.index}"
+        ident = f"{cell.strip}:{cell.row}:{cell.index}"
         middle = x0 + wide / 2
         if cell.row == "storage":
             top = geometry.strip_y[cell.strip]
-            canvas.rect(x0, top, wide, 1.0, _STORAGE_FILL, "#444444", gid=f"cell:{gid}")
-            canvas.text(
-                middle,
-                top - 0.12,
-                f"{cell.index:,}",
-                6.5,
-                va="bottom",
-                color="#444444",
-                rotation=90 if geometry.index_rotated[cell.strip] else 0,
-                gid=f"index:{gid}",
-            )
+            items.append(box(x0, top, wide, "storage", f"cell:{ident}"))
+            turned = 90.0 if geometry.index_rotated[cell.strip] else 0.0
+            index_y = py(top - LABEL_LIFT)
+            number = Text(px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom")
+            items.append(replace(number, rotation=turned))
             if cell.text:
-                canvas.text(middle, top + 0.5, cell.text, _fit_points(cell.text, wide), gid=f"text:{gid}")
+                items.append(centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
             continue
         top = geometry.row_y[cell.row]
         repeated = cell.state == "read" and (len(cell.positions) > 1 or not cell.count_exact)
-        if cell.state == "unread":
-            canvas.rect(x0 + 0.04, top, wide - 0.08, 1.0, "white", "#b0b0b0", dash=":", gid=f"cell:{gid}")
-        elif cell.state == "unknown":
-            canvas.rect(x0 + 0.04, top, wide - 0.08, 1.0, _UNKNOWN_FILL, "#bbbbbb", dash="--", gid=f"cell:{gid}")
-        else:
-            canvas.rect(
-                x0 + 0.04,
-                top,
-                wide - 0.08,
-                1.0,
-                fills[cell.row],
-                "#222222",
-                2.0 if repeated else 1.0,
-                hatch="///" if repeated else None,
-                gid=f"cell:{gid}",
-            )
+        style = {"unread": "unread", "unknown": "unknown"}.get(cell.state, fills[cell.row])
+        items.append(box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style + "-repeated" * repeated, f"cell:{ident}"))
         if not cell.text:
             continue
-        colour = "#888888" if cell.state == "unknown" else "black"
         listed = ",".join(str(p) for p in cell.positions)
-        if repeated and len(listed) <= 6 * wide:
+        if repeated and len(listed) <= POSITIONS_PER_CELL * wide:
             # A repeated cell says how often it is read, and by which elements when that fits.
-            canvas.text(
-                middle, top + 0.32, cell.text, _fit_points(cell.text, wide), weight="bold", halo=True, gid=f"text:{gid}"
-            )
-            canvas.text(middle, top + 0.76, listed, _fit_points(listed, wide, 6.5), halo=True, gid=f"positions:{gid}")
+            items.append(centred(middle, top + COUNT_Y, cell.text, "count", f"text:{ident}", wide))
+            items.append(centred(middle, top + POSITIONS_Y, listed, "positions", f"positions:{ident}", wide))
         else:
-            canvas.text(
-                middle,
-                top + 0.5,
-                cell.text,
-                _fit_points(cell.text, wide),
-                color=colour,
-                weight="bold" if repeated else "normal",
-                halo=repeated,
-                gid=f"text:{gid}",
-            )
+            style = "count" if repeated else "unchecked" if cell.state == "unknown" else "value"
+            items.append(centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide))
 
     for row in picture.rows:
-        canvas.text(
-            0,
-            geometry.row_y[row.name] - 0.12,
-            row.label,
-            _FONT_PT,
-            ha="left",
-            va="bottom",
-            gid=f"label:{row.strip}:{row.name}",
-        )
+        label_y = py(geometry.row_y[row.name] - LABEL_LIFT)
+        items.append(Text(px(0), label_y, row.label, "label", f"label:{row.strip}:{row.name}", baseline="bottom"))
 
     for step in picture.steps:
         arrow = geometry.arrows[(step.row, step.dim)]
         if arrow is None:
             continue  # the row's first cell is elided: its label still gives the strides
         start, end, label = arrow
-        bottom = geometry.row_y[step.row] + 1.0
-        lane = geometry.lanes[(step.row, step.dim)]
-        gid = f"step:{step.strip}:{step.row}:{step.dim}"
+        bottom = py(geometry.row_y[step.row] + CELL_HEIGHT)
+        lane = py(geometry.lanes[(step.row, step.dim)])
+        ident = f"{step.strip}:{step.row}:{step.dim}"
         if step.stride == 0:
-            canvas.loop(start, bottom + 0.05, gid=gid)
+            items.append(Arrow(_loop(px(start), bottom + py(LOOP_DROP)), "loop", f"step:{ident}"))
         else:
-            canvas.line(start, bottom, start, lane)
+            items.append(Line(((px(start), bottom), (px(start), lane)), "tick"))
             if step.shown:
-                canvas.line(end, bottom, end, lane)
-            canvas.arrow(start, lane, end, lane, dashed=not step.shown, gid=gid)
-        canvas.text(
-            geometry.label_x[step.row],
-            lane,
-            label,
-            7,
-            ha="left",
-            halo=True,
-            gid=f"steptext:{step.strip}:{step.row}:{step.dim}",
-        )
+                items.append(Line(((px(end), bottom), (px(end), lane)), "tick"))
+            style = "step" if step.shown else "step-not-shown"
+            items.append(Arrow(((px(start), lane), (px(end), lane)), style, f"step:{ident}"))
+        label_x = px(geometry.label_x[step.row])
+        items.append(Text(label_x, lane, label, "step-text", f"steptext:{ident}", "start", "middle"))
 
-    canvas.text(
-        0, geometry.legend_y + 0.2, " · ".join(picture.notes), 7, ha="left", va="top", color="#444444", gid="legend"
-    )
+    legend = " · ".join(picture.notes)
+    items.append(Text(px(0), py(geometry.legend_y + LEGEND_DROP), legend, "legend", "legend"))
+    width = (geometry.width + 2 * SIDE_MARGIN) * CELL_PT
+    return Scene(width, py(geometry.height), tuple(items), STYLES, picture.summary)
 
 
 def picture_svg(picture: LayoutPicture) -> str:
     """Render a ``LayoutPicture`` as a standalone SVG document (its summary is the SVG's ``<title>``).
 
-    The same drawing as ``draw_layout``, as text: elements carry the same ids (``cell:<strip>:<row>:<index>``,
-    ``text:...``), and it renders in a browser in no time, which is what the live explorers display.
+    The same drawing as ``draw_layout`` (both draw ``layout_scene(picture)``), as text: elements carry the same
+    ids, and it renders in a browser in no time, which is what the live explorers display.
 
     Args:
         picture: from ``layout_picture``.
@@ -1152,22 +864,7 @@ def picture_svg(picture: LayoutPicture) -> str:
     Raises:
         TypeError: ``picture`` is not a LayoutPicture.
     """
-    if not isinstance(picture, LayoutPicture):
-        raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
-    geometry = _geometry(picture)
-    canvas = _SvgCanvas(geometry, picture.summary)
-    _render(canvas, picture, geometry)
-    return canvas.finish()
-
-
-_check_ax = require_axes
-
-
-def _attach(fig, picture: LayoutPicture):
-    fig.summary = picture.summary
-    fig.layout_picture = picture
-    fig.layout_cells = picture.cells
-    return fig
+    return svg(layout_scene(picture))
 
 
 def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values: bool = True):
@@ -1192,49 +889,19 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
 
     Returns:
         The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``),
-        ``fig.layout_picture`` (the ``LayoutPicture`` drawn) and ``fig.layout_cells`` (its cells).
-        Patches and texts carry gids ``cell:<strip>:<row>:<index>`` and ``text:<strip>:<row>:<index>``.
+        ``fig.layout_picture`` (the ``LayoutPicture`` drawn), ``fig.layout_cells`` (its cells) and
+        ``fig.scene`` (the ``Scene`` drawn: ids ``cell:<strip>:<row>:<index>``, ``text:...``, see ``layout_scene``).
 
     Raises:
         TypeError: an argument has the wrong type (the message names it).
         ValueError: as ``layout_picture``.
     """
-    ax = _check_ax(ax)
+    require_axes(ax)
     picture = layout_picture(*tensors, names=names, max_cells=max_cells, show_values=show_values)
-    geometry = _geometry(picture)
-    if ax is None:
-        fig, ax = bare_figure((geometry.width + 0.6) * _CELL_IN, geometry.height * _ROW_IN)
-    else:
-        fig = ax.get_figure(root=True)
-    _render(_MatplotlibCanvas(ax, geometry), picture, geometry)
-    return _attach(fig, picture)
-
-
-def redraw_layout(fig, picture: LayoutPicture):
-    """Clear ``fig``, resize it to fit, and draw ``picture`` into it (reusing one figure in explorers).
-
-    Args:
-        fig: a matplotlib Figure to reuse.
-        picture: from ``layout_picture``.
-
-    Returns:
-        ``fig``, with ``summary``, ``layout_picture`` and ``layout_cells`` updated.
-
-    Raises:
-        TypeError: ``fig`` is not a Figure or ``picture`` not a LayoutPicture.
-    """
-    from matplotlib.figure import Figure
-
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {describe(fig)}")
-    if not isinstance(picture, LayoutPicture):
-        raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
-    geometry = _geometry(picture)
-    fig.clear()
-    fig.set_size_inches((geometry.width + 0.6) * _CELL_IN, geometry.height * _ROW_IN)
-    ax = fig.add_axes((0, 0, 1, 1))
-    _render(_MatplotlibCanvas(ax, geometry), picture, geometry)
-    return _attach(fig, picture)
+    scene = layout_scene(picture)
+    fig = render(scene, ax=ax)
+    fig.summary, fig.layout_picture, fig.layout_cells, fig.scene = picture.summary, picture, picture.cells, scene
+    return fig
 
 
 __all__ = [
@@ -1244,10 +911,8 @@ __all__ = [
     "PictureStep",
     "PictureStrip",
     "draw_layout",
-    "figure_size",
     "layout_picture",
+    "layout_scene",
     "layout_summary",
     "picture_svg",
-    "redraw_layout",
-    "storage_values_text",
 ]

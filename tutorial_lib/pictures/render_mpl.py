@@ -7,6 +7,7 @@ import io
 from functools import partial
 
 from ..common.checks import describe
+from .scene import FAMILIES, Arrow, Polygon, Scene, Text, arrow_head, in_drawing_order, rect_points, size_of, visible
 
 
 def png_bytes(fig, dpi: float = 100.0) -> bytes:
@@ -45,6 +46,34 @@ def require_axes(ax, name: str = "ax"):
     return ax
 
 
+_HA = {"start": "left", "middle": "center", "end": "right"}
+_VA = {"top": "top", "middle": "center", "bottom": "bottom"}
+_HALO = {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
+
+
+def _figure_for(scene: Scene, ax, fig):
+    """The figure and Axes to draw on, and the scale of a point there (see ``render``)."""
+    if ax is not None:
+        fig, box = ax.get_figure(root=True), ax.get_position()
+        fig_w, fig_h = fig.get_size_inches()
+        # Equal aspect keeps a point the same length across and down, so text fits its boxes; the axes box
+        # shrinks to fit (adjusting the limits instead would log a warning).
+        ax.set_aspect("equal", adjustable="box")
+        return fig, ax, min(box.width * fig_w * 72 / scene.width, box.height * fig_h * 72 / scene.height)
+    scale = scene.scale()
+    size = (scene.width * scale / 72, scene.height * scale / 72)
+    if fig is None:
+        return (*bare_figure(*size), scale)
+    fig.clear()
+    fig.set_size_inches(size)
+    return fig, fig.add_axes((0, 0, 1, 1)), scale
+
+
+def _add(ax, gid: str, collection) -> None:
+    collection.set_gid(gid)
+    ax.add_collection(collection, autolim=False)  # the limits are set: skip updating data limits
+
+
 def render(scene, ax=None, fig=None):
     """Draw a ``Scene`` with matplotlib and return the figure.
 
@@ -60,39 +89,11 @@ def render(scene, ax=None, fig=None):
     from matplotlib.text import Text as TextArtist
     from matplotlib.transforms import TransformedPatchPath
 
-    from .scene import (
-        FAMILIES,
-        Arrow,
-        Polygon,
-        Scene,
-        Text,
-        arrow_head,
-        in_drawing_order,
-        rect_points,
-        size_of,
-        visible,
-    )
-
     if not isinstance(scene, Scene):
         raise TypeError(f"scene must be a Scene, got {describe(scene)}")
-    ax = require_axes(ax)
     if fig is not None and not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure or None, got {describe(fig)}")
-    scale = scene.scale()
-    if ax is not None:
-        fig = ax.get_figure(root=True)
-        box = ax.get_position()
-        fig_w, fig_h = fig.get_size_inches()
-        scale = min(box.width * fig_w * 72 / scene.width, box.height * fig_h * 72 / scene.height)
-        # Equal aspect keeps a point the same length across and down, so text fits its boxes; the axes box
-        # shrinks to fit (adjusting the limits instead would log a warning).
-        ax.set_aspect("equal", adjustable="box")
-    elif fig is not None:
-        fig.clear()
-        fig.set_size_inches(scene.width * scale / 72, scene.height * scale / 72)
-        ax = fig.add_axes((0, 0, 1, 1))
-    else:
-        fig, ax = bare_figure(scene.width * scale / 72, scene.height * scale / 72)
+    fig, ax, scale = _figure_for(scene, require_axes(ax), fig)
     ax.set_axis_off()
     ax.set_xlim(0, scene.width)
     ax.set_ylim(scene.height, 0)
@@ -102,61 +103,45 @@ def render(scene, ax=None, fig=None):
     fonts: dict = {}
     for name, kind, items in in_drawing_order(scene):
         style = scene.styles[name]
-        width = style.width * max(0.4, scale) if style.width else 0.0
-        dashes = [(0, style.dash)] if style.dash else "solid"
+        width = style.width * max(0.4, scale)
+        look = {"linewidths": width, "linestyles": [(0, style.dash)] if style.dash else "solid", "zorder": style.zorder}
         edge = style.edge if width else "none"
-        if kind is Text:
-            for item in items:
-                size = size_of(item, scene.styles) * scale
-                key = (style.family, style.weight, size)
-                if key not in fonts:
-                    fonts[key] = FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size)
-                turned = bool(item.rotation)
-                artist = TextArtist(
-                    item.x,
-                    item.y,
-                    visible(item.text),
-                    color=style.color,
-                    ha="center" if turned else {"start": "left", "middle": "center", "end": "right"}[item.anchor],
-                    va="bottom" if turned else {"top": "top", "middle": "center", "bottom": "bottom"}[item.baseline],
-                    rotation=item.rotation,
-                    fontproperties=fonts[key],
-                    linespacing=style.line_spacing,
-                    zorder=style.zorder,
-                    gid=item.id or None,
-                    clip_on=False,
-                )
-                if style.halo:
-                    artist.set_bbox(
-                        {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
-                    )
-                artist.set_clip_path(clip)
-                ax.add_artist(artist)
-            continue
         if kind is Polygon:
-            shapes = [rect_points(item) if not isinstance(item, Polygon) else item.points for item in items]
-            collection = PolyCollection(
-                shapes,
-                facecolors=style.fill,
-                edgecolors=edge,
-                linewidths=width,
-                linestyles=dashes,
-                hatch="///" if style.hatch else None,
-                zorder=style.zorder,
-            )
-        else:
-            collection = LineCollection(
-                [item.points for item in items], colors=edge, linewidths=width, linestyles=dashes, zorder=style.zorder
-            )
-        collection.set_gid(name)
-        ax.add_collection(collection, autolim=False)
+            shapes = [item.points if isinstance(item, Polygon) else rect_points(item) for item in items]
+            hatch = "///" if style.hatch else None
+            _add(ax, name, PolyCollection(shapes, facecolors=style.fill, edgecolors=edge, hatch=hatch, **look))
+        elif kind is not Text:
+            _add(ax, name, LineCollection([item.points for item in items], colors=edge, **look))
         if kind is Arrow:
-            heads = PolyCollection(
-                [arrow_head(item.points) for item in items],
-                facecolors=style.edge,
-                edgecolors="none",
-                zorder=style.zorder,
+            heads = [arrow_head(item.points) for item in items]
+            _add(
+                ax,
+                f"{name}-heads",
+                PolyCollection(heads, facecolors=style.edge, edgecolors="none", zorder=style.zorder),
             )
-            heads.set_gid(f"{name}-heads")
-            ax.add_collection(heads, autolim=False)
+        if kind is not Text:
+            continue
+        for item in items:
+            size = size_of(item, scene.styles) * scale
+            if (style.family, style.weight, size) not in fonts:
+                font = FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size)
+                fonts[style.family, style.weight, size] = font
+            turned = bool(item.rotation)  # an upright label standing on (x, y)
+            artist = TextArtist(
+                item.x,
+                item.y,
+                visible(item.text),
+                color=style.color,
+                ha="center" if turned else _HA[item.anchor],
+                va="bottom" if turned else _VA[item.baseline],
+                rotation=item.rotation,
+                fontproperties=fonts[style.family, style.weight, size],
+                linespacing=style.line_spacing,
+                zorder=style.zorder,
+                gid=item.id or None,
+                bbox=_HALO if style.halo else None,
+                clip_on=False,
+            )
+            artist.set_clip_path(clip)
+            ax.add_artist(artist)
     return fig

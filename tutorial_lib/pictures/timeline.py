@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..common.checks import require_bool
+from ..common.text import op_name, plural
 from ..facts.memory import MemoryReport, MiB, format_bytes
 from .render_mpl import bare_figure, require_axes
 
@@ -15,7 +16,7 @@ def memory_timeline_summary(reports, labels) -> str:
     for label, report in zip(labels, reports):
         ops = len(report.timeline)
         parts.append(
-            f"{label}: {ops} op{'' if ops == 1 else 's'}, peak {format_bytes(report.peak)}, "
+            f"{label}: {plural(ops, 'op')}, peak {format_bytes(report.peak)}, "
             f"leaves {format_bytes(report.allocated)} allocated"
         )
     return "; ".join(parts)
@@ -86,7 +87,7 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
     names = reports[0].timeline
     if show_ops and len(reports) == 1 and 0 < len(names) <= 20:
         ax.set_xticks(range(1, len(names) + 2))
-        ax.set_xticklabels([n.removeprefix("aten::") for n, _ in names] + ["end"], rotation=45, ha="right", fontsize=8)
+        ax.set_xticklabels([op_name(n) for n, _ in names] + ["end"], rotation=45, ha="right", fontsize=8)
         ax.set_xlabel("after op")
     else:
         ax.set_xlabel("ops run")

@@ -4,17 +4,12 @@ with the stale or freed saved tensor marked."""
 
 from __future__ import annotations
 
-import re
-
 import torch
 
 from ..common.checks import describe
-from ..facts.graph import _grad_fn_of, autograd_graph, inplace_hazards
+from ..common.text import strip_hint
+from ..facts.graph import FREED_ERROR_SECOND_BACKWARD, VERSION_ERROR, autograd_graph, grad_fn_of, inplace_hazards
 from ..pictures.graph_picture import draw_graph
-
-_HINT = re.compile(r"\s*Hint:.*$", re.DOTALL)
-_VERSION_ERROR = "is at version"
-_FREED_ERROR = "backward through the graph a second time"
 
 
 class ErrorReport:
@@ -76,7 +71,7 @@ def _tensor_for_graph(fn, args, graph_of):
     if isinstance(owner, torch.Tensor):
         return owner
     for arg in args:  # show_error(torch.autograd.backward, out)
-        if isinstance(arg, torch.Tensor) and _grad_fn_of(arg)[0] is not None:
+        if isinstance(arg, torch.Tensor) and grad_fn_of(arg)[0] is not None:
             return arg
     return None
 
@@ -120,11 +115,12 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
     try:
         result = fn(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - showing any exception is the point
-        message = _HINT.sub("", str(error)).strip()
+        message = strip_hint(error)
         name = type(error).__name__
         graph, hazards = None, []
-        if target is not None and (_VERSION_ERROR in message or _FREED_ERROR in message):
-            if _VERSION_ERROR in message and before_hazards:
+        version_error = VERSION_ERROR.search(message) is not None
+        if target is not None and (version_error or FREED_ERROR_SECOND_BACKWARD in message):
+            if version_error and before_hazards:
                 graph, hazards = before, before_hazards
             else:  # fn itself changed the graph (an in-place op, then backward): show it as it is now
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
@@ -136,7 +132,7 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
             summary += " Picture: " + figure.summary
         elif refused is not None:
             summary += f" (no picture: the graph of graph_of cannot be read: {refused})"
-        elif target is None and _VERSION_ERROR in message:
+        elif target is None and version_error:
             summary += " (pass graph_of=<the tensor you called backward on> to see its graph)"
         return ErrorReport(True, error, message, None, hazards, figure, summary)
     summary = f"No error: {getattr(fn, '__name__', 'fn')} ran without raising and returned {_returned(result)}."

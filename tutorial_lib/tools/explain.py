@@ -14,7 +14,7 @@ import runpy
 import sys
 import traceback
 
-from ..facts.inplace_watch import _is_internal, watch_inplace
+from ..facts.inplace_watch import is_library_frame, watch_inplace
 
 USAGE = "usage: python -m tutorial_lib.explain script.py [args ...]"
 
@@ -22,7 +22,7 @@ USAGE = "usage: python -m tutorial_lib.explain script.py [args ...]"
 def _script_frames(error: BaseException) -> list:
     """The traceback entries outside torch, tutorial_lib and runpy: the user's own frames."""
     frames = traceback.extract_tb(error.__traceback__)
-    return [f for f in frames if not _is_internal(f.filename) and os.path.basename(f.filename) != "runpy.py"]
+    return [f for f in frames if not is_library_frame(f.filename) and os.path.basename(f.filename) != "runpy.py"]
 
 
 def main(argv: list[str] | None = None) -> int:

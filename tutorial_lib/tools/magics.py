@@ -18,7 +18,7 @@ import shlex
 
 from IPython.core.magic import Magics, cell_magic, magics_class
 
-from ..common.checks import plural
+from ..common.text import plural
 from ..facts.inplace_watch import watch_inplace
 from ..facts.memory import format_bytes, measure_memory
 

@@ -1,8 +1,9 @@
-"""layout_pictures against ground truth: which cells each drawn row highlights, checked with torch's indexing.
+"""layout_picture against ground truth: which cells each drawn row highlights, checked with torch's indexing.
 
-Every check looks at what is drawn: the picture plan (``fig.layout_picture``), the matplotlib artists by
-gid (rectangles and texts), the SVG elements by id, and the summary text; the truth is
-``torch.arange(n).as_strided(shape, stride, offset)`` over the same storage, or per-element data pointers.
+Every check looks at what is drawn: the picture plan (``fig.layout_picture``), the scene drawn from it
+(``fig.scene`` / ``layout_scene``: items by id, their texts, styles and positions), the SVG elements by id,
+and the summary text; the truth is ``torch.arange(n).as_strided(shape, stride, offset)`` over the same
+storage, or per-element data pointers.
 """
 
 import subprocess
@@ -19,32 +20,23 @@ from ground_truth import truth_map  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
 
 from tutorial_lib import layout  # noqa: E402
 from tutorial_lib.pictures.layout_picture import (  # noqa: E402
+    CELL_INSET,
+    CELL_PT,
+    FIT_ROOM,
+    LOOP_POINTS,
     MAX_LISTED,
+    MIN_FONT_PT,
+    STYLES,
     draw_layout,
     layout_picture,
+    layout_scene,
     layout_summary,
     picture_svg,
-    storage_values_text,
 )
-
-
-def artists_by_gid(fig):
-    """{gid: artist} for every patch and text drawn on the figure's axes."""
-    found = {}
-    for ax in fig.axes:
-        for artist in [*ax.patches, *ax.texts, *ax.artists]:
-            if artist.get_gid():
-                found[artist.get_gid()] = artist
-    return found
-
-
-def drawn_texts(fig):
-    """Every string written on the figure."""
-    return [text.get_text() for ax in fig.axes for text in ax.texts]
+from tutorial_lib.pictures.scene import Arrow, Line, Rect, Scene, Text, text_width  # noqa: E402
 
 
 def assert_row_matches_torch(fig, name, t, strip=0):
@@ -52,19 +44,24 @@ def assert_row_matches_torch(fig, name, t, strip=0):
     picture = fig.layout_picture
     truth = truth_map(t)
     assert picture.read_map(name) == truth
-    artists = artists_by_gid(fig)
+    items = fig.scene.ids()
     for cell in picture.row_cells(name):
-        rectangle = artists[f"cell:{strip}:{name}:{cell.index}"]
-        assert isinstance(rectangle, Rectangle)
+        rectangle = items[f"cell:{strip}:{name}:{cell.index}"]
+        assert isinstance(rectangle, Rect)
         if cell.index in truth:
             positions = truth[cell.index]
             expected = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
-            assert artists[f"text:{strip}:{name}:{cell.index}"].get_text() == expected
-            assert rectangle.get_linestyle() == "-"
+            assert items[f"text:{strip}:{name}:{cell.index}"].text == expected
+            assert rectangle.style.startswith("row") and STYLES[rectangle.style].dash is None
         else:
             assert cell.state == "unread"
-            assert rectangle.get_linestyle() == ":"  # dotted: not colour alone
-            assert f"text:{strip}:{name}:{cell.index}" not in artists
+            assert rectangle.style == "unread" and STYLES["unread"].dash is not None  # dotted: not colour alone
+            assert f"text:{strip}:{name}:{cell.index}" not in items
+
+
+def texts(fig) -> dict:
+    """{id: text} of every text with an id in the figure's scene."""
+    return dict(fig.scene.texts())
 
 
 @pytest.fixture
@@ -75,12 +72,12 @@ def matrix():
 def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
     a = matrix
     fig = draw_layout(a, a.t(), a[1:, 1:3], names=["a", "a.t()", "a[1:, 1:3]"])
-    assert isinstance(fig, Figure)
+    assert isinstance(fig, Figure) and isinstance(fig.scene, Scene)
     picture = fig.layout_picture
     assert len(picture.strips) == 1 and picture.strips[0].rows == ("a", "a.t()", "a[1:, 1:3]")
     for name, t in [("a", a), ("a.t()", a.t()), ("a[1:, 1:3]", a[1:, 1:3])]:
         assert_row_matches_torch(fig, name, t)
-    # The transpose reads cell 1 as its element 3 (a.t()[0, 1] is a[1, 0]... i.e. storage index 4 is position 1).
+    # The transpose reads storage index 4 (a[1, 0]) as its row-major position 1 (a.t()[0, 1]).
     assert picture.read_map("a.t()")[4] == (1,)
     assert fig.summary == (
         "storage of 12 float32 (48 bytes); a: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 (contiguous); "
@@ -89,19 +86,51 @@ def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
         "4 of a's 12 cells"
     )
     assert fig.summary == layout_summary(a, a.t(), a[1:, 1:3], names=["a", "a.t()", "a[1:, 1:3]"])
+    assert fig.scene.title == fig.summary
+
+
+def test_rows_labels_and_legend_are_drawn_once_each(matrix):
+    fig = draw_layout(matrix, matrix.t(), names=["a", "a.t()"])
+    drawn = texts(fig)
+    assert drawn["strip:0"] == "storage of 12 float32 (48 bytes)"
+    assert drawn["label:0:a"] == "a: shape (3, 4)  stride (4, 1)  offset 0  ·  float32  ·  contiguous"
+    assert drawn["label:0:a.t()"] == "a.t(): shape (4, 3)  stride (1, 4)  offset 0  ·  float32  ·  not contiguous"
+    assert drawn["legend"] == " · ".join(fig.layout_picture.notes)
+    ids = [item.id for item in fig.scene.items if item.id]
+    assert len(ids) == len(set(ids))  # every id names one item
+    # Labels stand above their row's cells; the rows follow the strip downwards.
+    label, first_cell = fig.scene.ids()["label:0:a.t()"], fig.scene.ids()["cell:0:a.t():0"]
+    assert label.baseline == "bottom" and label.y < first_cell.y
+    assert fig.scene.ids()["cell:0:storage:0"].y < fig.scene.ids()["cell:0:a:0"].y < first_cell.y
 
 
 def test_storage_cells_show_the_storage_values_and_indices(matrix):
     fig = draw_layout(matrix * 0.5, names=["h"])
-    artists = artists_by_gid(fig)
+    drawn = texts(fig)
     storage = [c for c in fig.layout_cells if c.row == "storage"]
     assert [c.index for c in storage] == list(range(12))
     assert [c.text for c in storage] == [f"{v:g}" for v in (torch.arange(12.0) * 0.5).tolist()]
     for cell in storage:
-        assert artists[f"text:0:storage:{cell.index}"].get_text() == cell.text
-        assert artists[f"index:0:storage:{cell.index}"].get_text() == str(cell.index)
+        assert drawn[f"text:0:storage:{cell.index}"] == cell.text
+        assert drawn[f"index:0:storage:{cell.index}"] == str(cell.index)
+        assert fig.scene.ids()[f"cell:0:storage:{cell.index}"].style == "storage"
     no_values = draw_layout(matrix, show_values=False)
     assert all(c.text == "" for c in no_values.layout_cells if c.row == "storage")
+    assert not [i for i in no_values.scene.ids() if i.startswith("text:0:storage:")]
+
+
+def test_long_cell_texts_shrink_to_fit_their_cell():
+    values = torch.tensor([12345.0, 1.0, -0.000123, 7.0])
+    scene = layout_scene(layout_picture(values, names=["v"]))
+    for index in range(4):
+        item = scene.ids()[f"text:0:storage:{index}"]
+        style = STYLES[item.style]
+        size = style.size if item.size is None else item.size
+        fits = text_width(item.text, style.family, size, style.weight) <= CELL_PT * FIT_ROOM + 1e-6
+        assert fits or size == MIN_FONT_PT  # never smaller than the smallest readable size
+    assert MIN_FONT_PT < scene.ids()["text:0:storage:0"].size < STYLES["value"].size  # "12345" shrinks to fit
+    assert scene.ids()["text:0:storage:1"].size is None  # "1" fits at the style's size
+    assert scene.ids()["text:0:storage:2"].size == MIN_FONT_PT  # "-0.000123" would need less
 
 
 def test_steps_jump_stride_cells_like_torch(matrix):
@@ -112,9 +141,19 @@ def test_steps_jump_stride_cells_like_torch(matrix):
     assert steps[("a.t()", 0)].to_index == truth[1, 0].item() == 1
     assert steps[("a.t()", 1)].to_index == truth[0, 1].item() == 4
     assert steps[("a", 0)].to_index == 4 and steps[("a", 1)].to_index == 1
-    texts = {gid: a.get_text() for gid, a in artists_by_gid(fig).items() if gid.startswith("steptext")}
-    assert texts["steptext:0:a.t():1"] == "dim 1: stride 4 = jump 4 cells"
-    assert texts["steptext:0:a.t():0"] == "dim 0: stride 1 = jump 1 cell"
+    drawn = texts(fig)
+    assert drawn["steptext:0:a.t():1"] == "dim 1: stride 4 = jump 4 cells"
+    assert drawn["steptext:0:a.t():0"] == "dim 0: stride 1 = jump 1 cell"
+    # The arrow runs from the middle of element 0's cell to the middle of the cell one step away.
+    items = fig.scene.ids()
+    arrow = items["step:0:a.t():1"]
+    assert isinstance(arrow, Arrow) and arrow.style == "step"
+    (x0, y0), (x1, y1) = arrow.points
+    start, end = items["cell:0:a.t():0"], items["cell:0:a.t():4"]
+    assert y0 == y1 > start.y + start.h
+    assert x0 == pytest.approx(start.x + start.w / 2) and x1 == pytest.approx(end.x + end.w / 2)
+    ticks = [item for item in fig.scene.items if isinstance(item, Line)]
+    assert len(ticks) == 2 * len(fig.layout_picture.steps) and {t.style for t in ticks} == {"tick"}
 
 
 def test_expand_with_stride_zero_marks_repeated_cells_with_counts():
@@ -129,12 +168,16 @@ def test_expand_with_stride_zero_marks_repeated_cells_with_counts():
         (2, (2, 6, 10), "×3"),
         (3, (3, 7, 11), "×3"),
     ]
-    artists = artists_by_gid(fig)
-    assert artists["cell:0:v.expand(3, 4):0"].get_hatch() == "///"  # not colour alone
-    assert artists["positions:0:v.expand(3, 4):0"].get_text() == "0,4,8"
+    items = fig.scene.ids()
+    repeated = items["cell:0:v.expand(3, 4):0"]
+    assert STYLES[repeated.style].hatch and not STYLES[items["cell:0:v:0"].style].hatch  # not colour alone
+    assert items["positions:0:v.expand(3, 4):0"].text == "0,4,8"
+    assert STYLES[items["text:0:v.expand(3, 4):0"].style].weight == "bold"
     assert "reads the same 4 cells as v, each 3 times (stride 0 repeats them)" in fig.summary
     assert any(s.stride == 0 and s.from_index == s.to_index for s in fig.layout_picture.steps)
-    assert "dim 0: stride 0 = stays on the same cell" in drawn_texts(fig)
+    assert "dim 0: stride 0 = stays on the same cell" in texts(fig).values()
+    loop = items["step:0:v.expand(3, 4):0"]
+    assert isinstance(loop, Arrow) and loop.style == "loop" and len(loop.points) == LOOP_POINTS
 
 
 def test_uint8_view_is_drawn_per_byte_and_lines_up_with_the_float_cells(matrix):
@@ -144,15 +187,16 @@ def test_uint8_view_is_drawn_per_byte_and_lines_up_with_the_float_cells(matrix):
     assert strip.unit_bytes == 1 and strip.itemsize == 4
     assert_row_matches_torch(fig, "bytes", b)
     assert_row_matches_torch(fig, "a[1]", matrix[1])
-    artists = artists_by_gid(fig)
+    items = fig.scene.ids()
+    inset = CELL_INSET * CELL_PT
     for k in range(12):
-        float_cell = artists[f"cell:0:storage:{k}"]
-        byte_cell = artists[f"cell:0:bytes:{4 * k}"]
+        float_cell = items[f"cell:0:storage:{k}"]
+        byte_cell = items[f"cell:0:bytes:{4 * k}"]
         # Byte 4k starts where float cell k starts (the row cells are inset by a hair for the border).
-        assert byte_cell.get_x() == pytest.approx(float_cell.get_x() + 0.04)
-        assert float_cell.get_width() == pytest.approx(4 * (byte_cell.get_width() + 0.08))
+        assert byte_cell.x == pytest.approx(float_cell.x + inset)
+        assert float_cell.w == pytest.approx(4 * (byte_cell.w + 2 * inset))
     assert "as uint8 (1 byte each) reads the same 48 bytes as a" in fig.summary
-    assert "dim 0: stride 16 = jump 16 bytes" in drawn_texts(fig)
+    assert "dim 0: stride 16 = jump 16 bytes" in texts(fig).values()
 
 
 def test_byte_ranges_of_rows_agree_with_data_pointers(matrix):
@@ -174,7 +218,11 @@ def test_tensors_with_other_storages_get_separate_strips(matrix):
     assert [s.rows for s in picture.strips] == [("a", "a[2]"), ("a.clone()",)]
     assert "storage of 12 float32 (48 bytes), separate from a's (not shared); a.clone()" in fig.summary
     assert_row_matches_torch(fig, "a.clone()", c, strip=1)
-    assert "cell:1:storage:0" in artists_by_gid(fig)
+    items = fig.scene.ids()
+    assert items["cell:1:storage:0"].y > items["cell:0:a[2]:0"].y  # the second strip is drawn below the first
+    # Rows take the colours in the picture's row order, one style per colour.
+    assert [row.name for row in picture.rows] == ["a", "a[2]", "a.clone()"]
+    assert [items[f"cell:{s}:{n}:0"].style for s, n in [(0, "a"), (1, "a.clone()")]] == ["row0", "row2"]
 
 
 def test_rows_of_one_storage_that_do_not_overlap_say_so(matrix):
@@ -204,6 +252,9 @@ def test_any_strided_view_highlights_exactly_what_torch_reads(t):
     drawn = {c.index for c in picture.row_cells("t")}
     assert drawn == set(range(t.untyped_storage().nbytes() // t.element_size()))  # small: every cell drawn
     assert all(c.count_exact for c in picture.row_cells("t"))
+    scene = layout_scene(picture)
+    assert {f"cell:0:t:{index}" for index in drawn} <= set(scene.ids())
+    assert all(0 <= item.x <= scene.width and 0 <= item.y <= scene.height for item in scene.items if hasattr(item, "x"))
 
 
 def test_a_hundred_million_elements_draw_only_windows_with_gap_markers():
@@ -215,10 +266,14 @@ def test_a_hundred_million_elements_draw_only_windows_with_gap_markers():
     storage = picture.row_cells("storage")
     assert len(storage) <= 64
     assert len(storage) + strip.hidden_cells() == 10**8
-    gap_texts = [a.get_text() for gid, a in artists_by_gid(fig).items() if gid.startswith("gaptext")]
+    gap_texts = [text for ident, text in texts(fig).items() if ident.startswith("gaptext")]
     assert gap_texts and all(t.startswith("… ") and t.endswith("cells\nnot shown …") for t in gap_texts)
     hidden = sum(int(t.split()[1].replace(",", "")) for t in gap_texts)
     assert hidden == strip.hidden_cells()
+    gaps = [item for ident, item in fig.scene.ids().items() if ident.startswith("gap:")]
+    assert len(gaps) == len(gap_texts) and {g.style for g in gaps} == {"gap"}
+    # Each gap shows "…" in every row under it.
+    assert [t for i, t in fig.scene.texts() if not i] == ["…"] * len(gaps) * len(strip.rows)
     # The slice is listed completely: its cells and positions are exact.
     assert picture.read_map("middle") == {5 * 10**7 + k: (k,) for k in range(10)}
     # x itself is too long to list: its first and last elements are exact, the middle window is "?".
@@ -229,12 +284,15 @@ def test_a_hundred_million_elements_draw_only_windows_with_gap_markers():
     unknown = picture.row_cells("x", "unknown")
     assert unknown and all(c.text == "?" for c in unknown)
     assert all(MAX_LISTED <= c.index < 10**8 - 1024 for c in unknown)
+    assert {fig.scene.ids()[f"cell:0:x:{c.index}"].style for c in unknown} == {"unknown"}
     assert "cells marked ? were not checked" in fig.summary
     assert "cells 0–15 and 49,999,996–50,000,013 and 99,999,984–99,999,999 shown" in fig.summary
     step = next(s for s in picture.steps if s.row == "every 1000th")
     assert not step.shown
-    texts = drawn_texts(fig)
-    assert "dim 0: stride 1000 = jump 1,000 cells (target not shown)" in texts
+    assert texts(fig)["steptext:0:every 1000th:0"] == "dim 0: stride 1000 = jump 1,000 cells (target not shown)"
+    assert fig.scene.ids()["step:0:every 1000th:0"].style == "step-not-shown"
+    # Long storage indices are turned upright.
+    assert fig.scene.ids()["index:0:storage:99999999"].rotation == 90
 
 
 def test_transpose_of_a_big_matrix_never_guesses():
@@ -256,6 +314,7 @@ def test_zero_dim_and_empty_tensors():
     fig = draw_layout(scalar, names=["s"])
     assert fig.layout_picture.read_map("s") == {3: (0,)}
     assert "s: shape () stride () offset 3 reads cell 3 (contiguous)" in fig.summary
+    assert not [i for i in fig.scene.ids() if i.startswith("step")]  # no dimension to step along
     empty = torch.arange(5.0)[2:2]
     fig = draw_layout(empty, names=["e"])
     assert fig.layout_picture.row_cells("e", "read") == ()
@@ -276,16 +335,21 @@ def test_drawing_into_a_given_axes_returns_its_figure(matrix):
     ax = fig.add_subplot()
     assert draw_layout(matrix, ax=ax) is fig
     assert fig.summary.startswith("storage of 12 float32")
-    assert "cell:0:t0:0" in artists_by_gid(fig)
+    assert "cell:0:t0:0" in fig.scene.ids()
+    assert {t.get_gid() for t in ax.texts} >= {"strip:0", "text:0:t0:0", "legend"}
 
 
-def test_figures_are_bare_and_display_as_png(matrix):
+def test_figures_are_bare_sized_to_the_scene_and_display_as_png(matrix):
     import matplotlib.pyplot as plt
 
     before = plt.get_fignums()
     fig = draw_layout(matrix)
     assert plt.get_fignums() == before  # nothing registered with pyplot: no too-many-figures warning
+    assert tuple(fig.get_size_inches() * 72) == pytest.approx((fig.scene.width, fig.scene.height))
     assert fig._repr_png_().startswith(b"\x89PNG")
+    # matplotlib drew every text of the scene, under its id.
+    drawn = {t.get_gid(): t.get_text() for t in fig.axes[0].texts if t.get_gid()}
+    assert drawn == {ident: text for ident, text in fig.scene.texts() if ident}
 
 
 def test_svg_has_the_same_cells_and_the_summary_as_title(matrix):
@@ -298,21 +362,22 @@ def test_svg_has_the_same_cells_and_the_summary_as_title(matrix):
         assert f"cell:{cell.strip}:{cell.row}:{cell.index}" in ids
         if cell.text:
             assert ids[f"text:{cell.strip}:{cell.row}:{cell.index}"].text == cell.text
+    assert set(layout_scene(picture).ids()) <= set(ids)
+    assert picture_svg(picture) == picture_svg(picture)  # deterministic: explorers compare redraws
 
 
-def test_storage_values_text_reads_raw_storage():
-    base = torch.tensor([0.5, 1.0, 2.25, 3.0, float("nan"), 1e9])
-    view = base[::2]
-    assert storage_values_text(view) == ("0.5", "1", "2.25", "3", "nan", "1e+09")
-    assert storage_values_text(view, 1, 3) == ("1", "2.25")
-    assert storage_values_text(base, max_cells=2) == ("0.5", "1")
-    assert storage_values_text(torch.tensor([True, False])) == ("T", "F")
-    with pytest.raises(ValueError, match="start and stop"):
-        storage_values_text(base, 4, 7)
-    with pytest.raises(TypeError, match="start"):
-        storage_values_text(base, 1.5)
-    with pytest.raises(TypeError, match="t must be a torch.Tensor"):
-        storage_values_text([1, 2])
+def test_scene_texts_are_the_pictures_texts(matrix):
+    picture = layout_picture(matrix[::2], names=["a[::2]"])
+    scene = layout_scene(picture)
+    assert isinstance(scene, Scene) and scene.styles is STYLES
+    drawn = dict(scene.texts())
+    for cell in picture.cells:
+        if cell.text:
+            assert drawn[f"text:{cell.strip}:{cell.row}:{cell.index}"] == cell.text
+    for row in picture.rows:
+        assert drawn[f"label:{row.strip}:{row.name}"] == row.label
+    assert all(item.style in STYLES for item in scene.items)
+    assert all(isinstance(item, (Rect, Text, Line, Arrow)) for item in scene.items)
 
 
 @pytest.mark.parametrize(
@@ -331,6 +396,7 @@ def test_storage_values_text_reads_raw_storage():
         (lambda a: draw_layout(a, show_values="yes"), TypeError, "show_values"),
         (lambda a: draw_layout(a, ax="axes"), TypeError, "ax must be"),
         (lambda a: picture_svg(a), TypeError, "picture"),
+        (lambda a: layout_scene(a), TypeError, "picture must be a LayoutPicture"),
     ],
 )
 def test_bad_arguments_are_named(matrix, call, error, words):

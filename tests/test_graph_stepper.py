@@ -1,11 +1,13 @@
-"""GraphStepper: stepping, rerunning, what it reports, the widget, and how long an update takes.
+"""GraphStepper: stepping, rerunning, what it reports, its picture (a Scene), the widget and how it displays.
 
 Truths: the tensors in the stepper's own namespace (their ``._version``), ``inplace_hazards`` on them, and
-torch's ``backward()`` raising; the widget is driven by clicking its buttons.
+torch's ``backward()`` raising; the widget is driven by clicking its buttons. Pictures are checked on the
+stepper's ``scene`` (plain data), never on matplotlib artists.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 import matplotlib
@@ -14,11 +16,12 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from test_graph_pictures import svg_texts  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from tutorial_lib import inplace_hazards  # noqa: E402
 from tutorial_lib.explorers.graph_stepper import GraphStepper  # noqa: E402
+from tutorial_lib.pictures.render_svg import svg  # noqa: E402
+from tutorial_lib.pictures.scene import escape  # noqa: E402
 
 STEPS = [
     ("a leaf", "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)"),
@@ -29,21 +32,28 @@ STEPS = [
 ]
 
 
-def warnings_in(fig):
-    return [t.get_text() for t in fig.findobj(Text) if (t.get_gid() or "").startswith("warning:")]
+def warnings_in(scene):
+    return [text for id_, text in scene.texts() if id_.startswith("warning:")]
+
+
+def svg_attribute(markup: str, name: str) -> str:
+    """The value of attribute ``name`` on the first ``<svg>`` tag of ``markup``."""
+    tag = re.search(r"<svg\b[^>]*>", markup).group(0)
+    return re.search(rf'\s{name}="([^"]*)"', tag).group(1)
 
 
 def test_stepping_follows_the_changed_variable_and_its_hazards():
     stepper = GraphStepper(STEPS)
-    assert stepper.position == 0 and stepper.figure is None and stepper.hazards == []
+    assert stepper.position == 0 and stepper.graph is None and stepper.hazards == []
     assert stepper.summary == "Step 0/5: nothing run yet · no tensor to show yet"
+    assert stepper.scene.texts() == [("placeholder", "nothing run yet: press Next ▶")]
     followed, hazard_counts = [], []
     while stepper.step_forward():
         followed.append(stepper.target)
         tensor = stepper.namespace[stepper.target]
         assert [h.explanation for h in stepper.hazards] == [h.explanation for h in inplace_hazards(tensor)]
         hazard_counts.append(len(stepper.hazards))
-        assert len(warnings_in(stepper.figure)) == len(stepper.hazards)
+        assert len(warnings_in(stepper.scene)) == len(stepper.hazards)
     assert followed == ["x", "a", "a", "y", "y"]
     assert hazard_counts == [0, 0, 1, 1, 1]
     assert stepper.step_forward() is False and stepper.position == 5
@@ -74,6 +84,14 @@ def test_the_failing_backward_step_is_reported_not_raised():
     states = {(n, a): state for n, a, _, _, state in stepper.saved_rows()}
     assert states[("ExpBackward0", "result")] == "stale"
     assert "freed" in states.values()  # backward freed what it went through before failing
+
+
+def test_a_step_without_a_tensor_says_so_in_the_picture():
+    stepper = GraphStepper([("a number", "n = 3"), ("a tensor", "t = torch.ones(2, requires_grad=True)")])
+    stepper.step_forward()
+    assert stepper.graph is None and stepper.scene.texts() == [("placeholder", "no tensor to show yet (run on)")]
+    stepper.step_forward()
+    assert "placeholder" not in stepper.scene.ids() and stepper.graph is not None
 
 
 def test_back_reruns_from_scratch():
@@ -110,34 +128,81 @@ def test_fixed_target_setup_and_show_values():
     )
     assert stepper.target == "y" and stepper.graph is None
     stepper.step_forward()
-    texts = [t.get_text() for t in stepper.figure.findobj(Text)]
+    texts = [text for _, text in stepper.scene.texts()]
     assert "x" in texts and any("value: [1, -1]" in t for t in texts)
 
 
 def test_widget_buttons_drive_the_stepper():
     stepper = GraphStepper(STEPS)
     widget = stepper.widget
-    back, forward, image, info = stepper._parts
+    back, forward, picture, info = stepper._parts
     assert back.disabled and not forward.disabled
-    assert image.format == "svg+xml" and b"nothing run yet" in bytes(image.value)  # never a broken image
+    assert "<svg" in picture.value and "nothing run yet" in picture.value  # never an empty picture
     for _ in range(3):
         forward.click()
     assert stepper.position == 3 and not back.disabled
-    svg = bytes(image.value)  # ipywidgets hands bytes back as a memoryview
-    assert b"<svg" in svg and "⚠ stale: saved v0, now v1".encode() in svg
+    assert "⚠ stale: saved v0, now v1" in html.unescape(picture.value)
     assert "⚠ stale" in info.value and "change a in place" in info.value
     back.click()
     assert stepper.position == 2 and "⚠" not in info.value
     assert widget.children[0].children == (back, forward)
 
 
-def test_render_svg_keeps_text_as_text():
+def test_the_widget_shows_the_scene_as_text_not_an_image():
     stepper = GraphStepper(STEPS)
+    _ = stepper.widget
     stepper.goto(3)
-    svg = stepper.render_svg().decode()
-    assert "ExpBackward0" in svg and "saved: result v0 (now v1)" in svg
-    texts = sorted((t.get_gid(), t.get_text()) for t in stepper.figure.findobj(Text) if t.get_text())
-    assert svg_texts(svg) == texts  # the widget shows exactly what the figure draws
+    shown = stepper._parts[2].value
+    assert "<img" not in shown and "base64" not in shown
+    assert shown.count("<svg") == 1
+    texts = [text for _, text in stepper.scene.texts()]
+    assert "ExpBackward0" in texts and "saved: result v0 (now v1)" in " ".join(texts)
+    assert all(escape(line) in shown for text in texts for line in text.split("\n"))  # every text, as text
+
+
+def test_the_widget_shows_each_picture_at_its_own_size_within_the_page():
+    narrow = GraphStepper([("leaf", "x = torch.ones(2, requires_grad=True)"), ("exp", "y = x.exp()")])
+    wide = GraphStepper(
+        [
+            ("leaves", "a, b, c, d = (torch.ones(2, requires_grad=True) for _ in range(4))"),
+            ("sum of four products", "y = a * b + b * c + c * d + d * a"),
+        ]
+    )
+    shown = []
+    for stepper in (narrow, wide):
+        _ = stepper.widget
+        stepper.goto(2)
+        scene, markup = stepper.scene, stepper._parts[2].value
+        assert scene.scale() == 1
+        assert svg_attribute(markup, "width") == f"{scene.width:.1f}pt"
+        assert svg_attribute(markup, "height") == f"{scene.height:.1f}pt"
+        assert "max-width:100%" in svg_attribute(markup, "style")
+        shown.append(svg_attribute(markup, "width"))
+    assert float(shown[1][:-2]) > 1.5 * float(shown[0][:-2])  # the sizes follow the graphs
+
+
+def test_figure_draws_the_scene_into_one_reused_figure():
+    import matplotlib.pyplot as plt
+
+    stepper = GraphStepper(STEPS)
+    first = stepper.figure
+    assert isinstance(first, Figure)
+    stepper.goto(3)
+    second = stepper.figure
+    assert second is first
+    width, height = second.get_size_inches() * 72
+    scale = stepper.scene.scale()
+    assert (round(width), round(height)) == (round(stepper.scene.width * scale), round(stepper.scene.height * scale))
+    assert plt.get_fignums() == []
+
+
+def test_displays_as_the_widget_with_the_summary_as_text():
+    stepper = GraphStepper(STEPS)
+    stepper.goto(2)
+    bundle = stepper._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == stepper.widget.model_id
+    assert bundle["text/plain"] == stepper.summary == stepper.plain_text()
+    assert not hasattr(stepper, "_ipython_display_")  # one display path: _repr_mimebundle_
 
 
 @pytest.mark.parametrize(
@@ -166,22 +231,13 @@ def test_goto_checks_its_argument():
         stepper.goto("2")
 
 
-def test_one_update_redraws_the_picture_for_every_step():
+def test_every_step_draws_a_different_picture_and_a_state_always_the_same():
     # How long an update takes is measured in benchmarks/bench_explorers.py, never asserted here.
     stepper = GraphStepper(STEPS)
     pictures = []
     for _ in STEPS:
         stepper.step_forward()
-        pictures.append(stepper.render_svg())
-    assert all(pictures) and len(set(pictures)) == len(pictures)  # every step changes what is shown
+        pictures.append(svg(stepper.scene))
+    assert len(set(pictures)) == len(pictures)  # every step changes what is shown
     stepper.goto(len(STEPS))
-    assert stepper.render_svg() == pictures[-1]  # and the same state draws the same picture
-
-
-def test_widget_shows_the_picture_at_its_own_size():
-    stepper = GraphStepper(STEPS)
-    _ = stepper.widget
-    image = stepper._parts[2]
-    stepper.goto(3)
-    width_pt = float(re.search(r'width="([0-9.]+)pt"', stepper.render_svg().decode()).group(1))
-    assert image.layout.width == f"{width_pt * 96 / 72:.0f}px" and image.layout.max_width == "100%"
+    assert svg(stepper.scene) == pictures[-1]  # and the same state draws the same picture

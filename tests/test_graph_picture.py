@@ -1,0 +1,442 @@
+"""graph_picture: what the picture of a backward graph draws and what its summary says.
+
+Checks look at the scene (``graph_scene``, ``fig.scene``: texts by id, items by style) and at the placement;
+the truths are the model layer (``autograd_graph``, ``inplace_hazards``) and torch itself (``backward()``
+raising). A few checks read the SVG and the matplotlib figure, to prove both show the scene.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text as TextArtist  # noqa: E402
+from models import residual, seed_example, stale_exp_example  # noqa: E402
+from torch import nn  # noqa: E402
+
+from tutorial_lib import autograd_graph, inplace_hazards  # noqa: E402
+from tutorial_lib.pictures.graph_picture import (  # noqa: E402
+    AUTO_COLLAPSE_ABOVE,
+    draw_graph,
+    graph_scene,
+    graph_svg,
+)
+from tutorial_lib.pictures.graph_placement import PAD_Y  # noqa: E402
+from tutorial_lib.pictures.scene import Polygon, Rect, Text, visible  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def texts_with(scene, prefix: str) -> list[str]:
+    """The texts whose id starts with ``prefix``, in drawing order."""
+    return [text for ident, text in scene.texts() if ident.startswith(prefix)]
+
+
+def styled(scene, style: str) -> list:
+    return [item for item in scene.items if item.style == style]
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_texts(svg: str) -> list[tuple[str, str]]:
+    """(id, text) of every <text> of an SVG document, lines of multi-line texts joined by newlines, sorted."""
+    found = []
+    for element in ET.fromstring(svg).iter(f"{SVG}text"):
+        spans = element.findall(f"{SVG}tspan")
+        content = "\n".join(span.text or "" for span in spans) if spans else (element.text or "")
+        found.append((element.get("id"), content))
+    return sorted(found)
+
+
+def figure_texts(fig) -> list[tuple[str, str]]:
+    """(gid, text) of every text artist of a matplotlib figure, sorted."""
+    return sorted((t.get_gid(), t.get_text()) for t in fig.findobj(TextArtist) if t.get_text())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the seed example
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_seed_example_draws_every_node_edge_value_and_grad():
+    z, names = seed_example()
+    fig = draw_graph(z, names=names, show_values=True)
+    graph = autograd_graph(z, names=names)
+    assert isinstance(fig, Figure)
+    scene = fig.scene
+    assert sorted(texts_with(scene, "label:")) == sorted(n.label for n in graph.nodes)
+    details = "\n".join(texts_with(scene, "detail:"))
+    for leaf in ("x1", "x2"):
+        node = graph.find(leaf)[0]
+        assert f"value: {node.value}" in details and f"grad: {node.grad}" in details
+    assert "value: 2" in details and "grad: 0.07056" in details
+    assert "value: 3" in details and "grad: -1.727" in details
+    assert details.count("saved: self v0 (now v0)") == 4  # both muls, log, sin
+    assert texts_with(scene, "warning:") == []
+    # each edge is one arrow from the source's bottom to the target's top (the scene is the placement, y flipped)
+    layout = fig.graph_layout
+    root, label = layout.position(graph.root), scene.ids()[f"label:{graph.root}"]
+    x0, y1 = root.x - label.x, label.y - PAD_Y + root.top
+
+    def placed(point):
+        return round(point[0] + x0, 6), round(y1 - point[1], 6)
+
+    drawn = {(placed(a.points[0]), placed(a.points[-1])) for a in styled(scene, "graph-edges")}
+    expected = {
+        (
+            (round(layout.position(a).x, 6), round(layout.position(a).bottom, 6)),
+            (round(layout.position(b).x, 6), round(layout.position(b).top, 6)),
+        )
+        for a, b in set(graph.edges)
+    }
+    assert len(styled(scene, "graph-edges")) == len(set(graph.edges))
+    assert drawn == expected
+    assert (
+        fig.summary
+        == scene.title
+        == (
+            "Backward graph of output scalar: 7 nodes (4 backward, 2 leaves, 1 output), 7 edges; "
+            "no saved tensor was changed in place; values: output scalar = 0.2529, x2 = 3 (grad -1.727), "
+            "x1 = 2 (grad 0.07056)."
+        )
+    )
+
+
+def test_kinds_have_distinct_shapes_not_only_colours():
+    z, names = seed_example()
+    scene = graph_scene(z, names=names)
+    leaves, squares = styled(scene, "graph-boxes-leaf"), styled(scene, "graph-boxes-backward")
+    assert len(leaves) == 2 and all(isinstance(item, Polygon) and len(item.points) > 4 for item in leaves)  # rounded
+    assert len(squares) == 4 and all(isinstance(item, Rect) for item in squares)
+    outer, inner = styled(scene, "graph-boxes-output")  # a double border
+    assert inner.x > outer.x and inner.y > outer.y and inner.x + inner.w < outer.x + outer.w
+
+
+def test_draw_into_given_axes_and_from_a_graph():
+    z, names = seed_example()
+    fig = Figure(figsize=(8, 6))
+    ax = fig.add_subplot(1, 2, 2)
+    returned = draw_graph(autograd_graph(z, names=names), ax=ax)
+    assert returned is fig and len(fig.axes) == 1
+    assert {"x1", "MulBackward0"} <= {text for _, text in fig.scene.texts()}
+    assert fig.summary.startswith("Backward graph of output scalar: 7 nodes")
+
+
+def test_a_leaf_alone_and_a_tensor_without_graph():
+    x = torch.ones(2, requires_grad=True)
+    scene = graph_scene(x, names={"x": x})
+    assert texts_with(scene, "label:") == ["x"]
+    assert scene.title.startswith("Backward graph of x: 1 node (0 backward, 1 leaf), 0 edges")
+    assert texts_with(graph_scene(torch.ones(2)), "label:") == ["output (2,)"]
+
+
+def test_an_edge_taken_twice_is_counted_on_its_arrow():
+    x = torch.ones(2, requires_grad=True)
+    scene = graph_scene((x * x).sum(), names={"x": x})
+    assert texts_with(scene, "edge-count") == ["×2"]
+
+
+def test_pictures_render_to_png_and_svg(tmp_path):
+    y, names = stale_exp_example()
+    fig = draw_graph(y, names=names)
+    fig.savefig(tmp_path / "g.png")
+    fig.savefig(tmp_path / "g.svg")
+    assert (tmp_path / "g.png").stat().st_size > 1000
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(tmp_path / "t.svg")
+    assert "⚠ stale: saved v0, now v1" in (tmp_path / "t.svg").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hazards: the marker appears exactly for the stale saved tensors
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _program(kind):
+    x = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    w = torch.tensor([1.5, -1.0, 0.25], requires_grad=True)
+    if kind == "exp then in place":
+        a = x.exp()
+        a.add_(1)
+        return (a * w).sum()
+    if kind == "two stale":
+        a, b = x.sigmoid(), w.tanh()
+        a.mul_(2)
+        b.sub_(1)
+        return (a + b).sum()
+    if kind == "saved input changed":
+        a = x * 1
+        b = a.sin()  # sin saves its input a
+        a.zero_()
+        return b.sum()
+    if kind == "changed but not saved":
+        a = x + 1  # add saves nothing
+        a.mul_(3)
+        return a.sum()
+    if kind == "clean":
+        return (x.exp() * w).sum()
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    "kind", ["exp then in place", "two stale", "saved input changed", "changed but not saved", "clean"]
+)
+def test_hazard_markers_match_inplace_hazards_and_backward(kind):
+    y = _program(kind)
+    hazards = inplace_hazards(y)
+    scene = graph_scene(y)
+    assert len(texts_with(scene, "warning:")) == len(hazards)
+    for hazard in hazards:
+        marker = f"⚠ stale: saved v{hazard.saved_version}, now v{hazard.current_version}"
+        assert marker in texts_with(scene, f"warning:{hazard.node_id}")
+    assert len(styled(scene, "graph-boxes-hazard")) == len({h.node_id for h in hazards})
+    border = scene.styles["graph-boxes-hazard"]
+    assert border.dash is not None and border.width >= 2  # not colour alone
+    # the truth: backward raises exactly when markers are drawn
+    try:
+        y.backward()
+        raised = False
+    except RuntimeError as error:
+        raised = "modified by an inplace operation" in str(error)
+    assert raised == bool(hazards)
+    assert ("changed in place (backward() would fail)" in scene.title) == bool(hazards)
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.sampled_from(["exp", "sigmoid", "mul", "sin", "add", "inplace_last", "inplace_first"]),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_hazard_markers_on_random_programs(ops):
+    x = torch.tensor([0.3, 0.6, 0.9], requires_grad=True)
+    pool = [x * 1]
+    for op in ops:
+        if op == "inplace_last":
+            pool[-1].mul_(1.5)
+        elif op == "inplace_first":
+            pool[0].add_(0.1)
+        elif op == "mul":
+            pool.append(pool[-1] * pool[0])
+        elif op == "add":
+            pool.append(pool[-1] + pool[0])
+        else:
+            pool.append(getattr(torch, op)(pool[-1]))
+    y = sum(p.sum() for p in pool)
+    assert len(texts_with(graph_scene(y, collapse="none"), "warning:")) == len(inplace_hazards(y))
+
+
+def test_show_saved_false_still_shows_stale_ones():
+    y, names = stale_exp_example()
+    scene = graph_scene(y, names=names, show_saved=False)
+    details = "\n".join(texts_with(scene, "detail:"))
+    assert "saved: result v0 (now v1)" in details
+    assert "saved: other" not in details
+    assert len(texts_with(scene, "warning:")) == 1
+
+
+def test_group_hides_no_hazard():
+    # A stale saved tensor inside a collapsed group is still marked on the group's box.
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    kept = []
+    for _ in range(40):
+        y = (y * 1.01).exp()
+        kept.append(y)
+    kept[10].add_(1)  # exp saved its result
+    scene = graph_scene(kept[-1], collapse="repeats")
+    warnings = texts_with(scene, "warning:")
+    assert len(warnings) == len(inplace_hazards(kept[-1])) == 1
+    assert warnings[0].startswith("⚠ stale: saved v0, now v1 (ExpBackward0 result)")
+    assert "1 saved tensor changed in place" in scene.title
+    assert len(styled(scene, "graph-boxes-group")) == len(styled(scene, "graph-boxes-shadow")) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# choosing what to draw
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_auto_collapse_above_the_threshold_and_not_below():
+    model, loss = residual(6)
+    assert autograd_graph(loss).total_nodes > AUTO_COLLAPSE_ABOVE
+    fig = draw_graph(loss, model=model)
+    assert fig.graph_view.how == "module" and "collapsed" in fig.summary
+    fig = draw_graph(loss)
+    assert fig.graph_view.how == "repeats" and "collapsed" in fig.summary
+    small_model, small = residual(1)
+    fig = draw_graph(small, model=small_model)
+    assert fig.graph_view.groups == () and "collapsed" not in fig.summary
+
+
+def test_cap_draws_at_most_max_nodes_with_a_visible_message():
+    _, loss = residual(6)
+    graph = autograd_graph(loss)
+    scene = graph_scene(loss, collapse="none", max_nodes=20)
+    assert len(texts_with(scene, "label:")) == 20
+    (message,) = texts_with(scene, "message")
+    assert f"not drawn (showing 20 of {graph.total_nodes})" in message.replace("\n", " ")
+    assert f"drawing 20 of {graph.total_nodes} nodes (20 boxes)" in scene.title
+    assert styled(scene, "graph-cut-edges")
+
+
+def test_summary_counts_saved_tensors_freed_by_backward():
+    z, names = seed_example()  # backward with retain_graph: nothing freed
+    assert "freed" not in graph_scene(z, names=names).title
+    z.backward()
+    freed = sum(1 for n in autograd_graph(z).nodes for s in n.saved if s.freed)
+    assert freed == 6  # Mul saves two, Log one, Sin one, Mul two
+    assert "6 saved tensors already freed by backward()" in graph_scene(z, names=names).title
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the two renderers show the scene
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", ["seed", "stale", "residual 24 whole", "residual 99 collapsed", "capped"])
+def test_svg_and_figure_draw_the_scene(example):
+    if example == "seed":
+        tensor, names = seed_example()
+        options = dict(names=names, show_values=True)
+    elif example == "stale":
+        tensor, names = stale_exp_example()
+        options = dict(names=names)
+    elif example == "capped":
+        model, tensor = residual(24)
+        options = dict(collapse="none", max_nodes=30)
+    else:
+        depth = 24 if "24" in example else 99
+        model, tensor = residual(depth)
+        options = dict(model=model, collapse="none", max_nodes=2000) if "whole" in example else dict(model=model)
+    fig = draw_graph(tensor, **options)
+    scene = fig.scene
+    svg = graph_svg(tensor, **options)
+    assert svg_texts(svg) == figure_texts(fig) == sorted(scene.texts())
+    root = ET.fromstring(svg)
+    assert root.find(f"{SVG}title").text == fig.summary == scene.title
+    # one SVG element per shape, in the group of its style
+    for style in ("graph-edges", "graph-boxes-backward", "graph-boxes-leaf", "graph-boxes-group"):
+        groups = [g for g in root.iter(f"{SVG}g") if g.get("class") == style]
+        assert sum(len(g) for g in groups) == len(styled(scene, style))
+    # every text starts inside the picture
+    width, height = (float(v) for v in root.get("viewBox").split()[2:])
+    assert (width, height) == (pytest.approx(scene.width, abs=0.05), pytest.approx(scene.height, abs=0.05))
+    for item in scene.items:
+        if isinstance(item, Text):
+            assert 0 <= item.x <= scene.width and 0 <= item.y <= scene.height
+
+
+@pytest.mark.parametrize("kind", ["exp then in place", "two stale", "saved input changed", "clean"])
+def test_graph_svg_marks_exactly_the_hazards(kind):
+    y = _program(kind)
+    hazards = inplace_hazards(y)
+    root = ET.fromstring(graph_svg(y))
+    border = [g for g in root.iter(f"{SVG}g") if g.get("class") == "graph-boxes-hazard"]
+    assert (len(list(border[0])) if border else 0) == len({h.node_id for h in hazards})
+    if border:
+        assert border[0].get("stroke-dasharray") and float(border[0].get("stroke-width")) >= 2  # not colour alone
+    warnings = [e.text for e in root.iter(f"{SVG}text") if e.get("id", "").startswith("warning:")]
+    assert sorted(warnings) == sorted(f"⚠ stale: saved v{h.saved_version}, now v{h.current_version}" for h in hazards)
+
+
+@pytest.mark.parametrize("name", ["a\x01b", "nul\x00", "\ufffe"])
+def test_names_xml_cannot_hold_are_drawn_as_escapes(name):
+    x = torch.randn(3, requires_grad=True)
+    scene = graph_scene(x.exp() * x, names={name: x})
+    assert visible(name) in texts_with(scene, "label:") and visible(name) != name
+
+
+@pytest.mark.slow
+def test_a_thousand_node_graph_draws_whole_and_collapsed():
+    # How long this takes is measured in benchmarks/bench_graph.py, never asserted here.
+    model, loss = residual(99)
+    total = autograd_graph(loss).total_nodes
+    assert total >= 1000
+    assert len(texts_with(graph_scene(loss, model=model), "label:")) < 150
+    fig = draw_graph(loss, collapse="none", max_nodes=2000)
+    assert fig.graph_view.groups == () and len(texts_with(fig.scene, "label:")) == total
+    assert svg_texts(graph_svg(loss, collapse="none", max_nodes=2000)) == figure_texts(fig)
+
+
+def test_figures_show_in_jupyter_without_pyplot():
+    # A bare Figure has no PNG formatter in IPython unless pyplot was imported: draw_graph gives it one.
+    z, names = seed_example()
+    fig = draw_graph(z, names=names)
+    png = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+
+
+def test_two_graphs_side_by_side_log_no_warning(caplog):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    fig = Figure(figsize=(8, 3))
+    left, right = fig.subplots(1, 2)
+    with caplog.at_level("WARNING"):
+        clone = draw_graph((x.clone() * 2).sum(), ax=left).scene
+        detached = draw_graph((x.detach() * 2).sum(), ax=right).scene
+        fig.savefig(io.BytesIO(), format="png")
+    assert caplog.records == []
+    # the clone's graph: output, Sum, Mul, Clone and x's leaf; the detached result has no graph at all
+    assert (len(texts_with(clone, "label:")), len(texts_with(detached, "label:"))) == (5, 1)
+    assert len(fig.axes) == 2
+
+
+# ---------------------------------------------------------------------------------------------------------
+# bad input, import hygiene
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("draw", [draw_graph, graph_scene, graph_svg])
+@pytest.mark.parametrize(
+    "arguments, error, name",
+    [
+        (lambda t, g: (("x",), {}), TypeError, "t_or_graph"),
+        (lambda t, g: ((t,), dict(collapse="bogus")), ValueError, "collapse"),
+        (lambda t, g: ((t,), dict(collapse=3)), TypeError, "collapse"),
+        (lambda t, g: ((t,), dict(show_values="yes")), TypeError, "show_values"),
+        (lambda t, g: ((t,), dict(show_saved=1)), TypeError, "show_saved"),
+        (lambda t, g: ((t,), dict(max_nodes=0)), ValueError, "max_nodes"),
+        (lambda t, g: ((t,), dict(max_nodes=2.5)), TypeError, "max_nodes"),
+        (lambda t, g: ((t,), dict(model="model")), TypeError, "model"),
+        (lambda t, g: ((t,), dict(collapse="module")), ValueError, "model"),
+        (lambda t, g: ((g,), dict(collapse="module", model=nn.Linear(1, 1))), ValueError, "t_or_graph"),
+        (lambda t, g: ((g,), dict(names={})), ValueError, "names"),
+        (lambda t, g: ((t,), dict(names=["x"])), TypeError, "names"),
+    ],
+)
+def test_bad_input_names_the_argument(draw, arguments, error, name):
+    y, _ = stale_exp_example()
+    args, kwargs = arguments(y, autograd_graph(y))
+    with pytest.raises(error, match=name):
+        draw(*args, **kwargs)
+
+
+def test_draw_graph_checks_its_axes():
+    with pytest.raises(TypeError, match="ax"):
+        draw_graph(stale_exp_example()[0], ax="axes")
+
+
+def test_importing_draws_nothing_and_imports_no_matplotlib():
+    code = (
+        "import sys, tutorial_lib.pictures.graph_picture, tutorial_lib.pictures.graph_groups,"
+        " tutorial_lib.pictures.graph_placement, tutorial_lib.explorers.graph_stepper, tutorial_lib.tools.errors;"
+        "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
