@@ -5,6 +5,7 @@ The layer contracts (which package may import which) are import-linter's job, in
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,20 @@ def test_the_table_names_the_test_modules_that_exist():
     existing = {path.name for path in TESTS.glob("test_*.py")}
     assert sorted(listed - existing) == [], "listed but missing"
     assert sorted(existing - listed - set(CROSS_CUTTING)) == [], "a test module that tests no module in the table"
+
+
+def test_the_readme_diagram_names_every_package_and_module():
+    """The README's "How tutorial_lib is built" section matches the tree: every package and module is in it."""
+    readme = (LIBRARY.parent / "README.md").read_text()
+    section = readme.split("### How `tutorial_lib` is built", 1)[1].split("\n### ", 1)[0]
+    diagram = section.split("```", 2)[1]
+    for path in sorted(LIBRARY.rglob("*.py")):
+        module = path.relative_to(LIBRARY)
+        if module.name == "__init__.py":
+            if module.parent.parts:
+                assert f"{module.parent.as_posix()}/" in diagram, f"package {module.parent} is not in the diagram"
+            continue
+        if module.parent.name == "exercises":
+            continue  # chapter1 … chapter7, named as a range
+        name = module.stem if module.parent.parts else module.name
+        assert re.search(rf"\b{re.escape(name)}\b", diagram), f"{module} is not in the README's diagram"

@@ -20,8 +20,6 @@ from .scene import (
     size_of,
 )
 
-_ANCHOR = {"start": "start", "middle": "middle", "end": "end"}
-
 
 def _points(points) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
@@ -58,7 +56,7 @@ def _text(item: Text, style, size: float) -> str:
         )
     else:
         top = {"top": item.y, "middle": item.y - block / 2, "bottom": item.y - block}[item.baseline]
-        where = f'x="{item.x:.2f}" y="{top + ASCENT * size:.2f}" text-anchor="{_ANCHOR[item.anchor]}"'
+        where = f'x="{item.x:.2f}" y="{top + ASCENT * size:.2f}" text-anchor="{item.anchor}"'
     font = f'font-family="{", ".join(FAMILIES[style.family])}" font-size="{size:.2f}"'
     if style.weight != "normal":
         font += f' font-weight="{style.weight}"'

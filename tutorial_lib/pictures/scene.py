@@ -185,15 +185,11 @@ def arrow_head(points) -> tuple:
 
 def rect_points(item: Rect) -> tuple:
     """The four corners of a rectangle."""
-    x, y, w, h = item.x, item.y, item.w, item.h
-    return ((x, y), (x + w, y), (x + w, y + h), (x, y + h))
+    return ((item.x, item.y), (item.x + item.w, item.y), (item.x + item.w, item.y + item.h), (item.x, item.y + item.h))
 
 
 def in_drawing_order(scene: Scene) -> list[tuple[str, type, list]]:
-    """Items grouped into runs ``(style, kind, items)``, ordered by the style's zorder, then scene order.
-
-    Both renderers draw these runs in this order, so both stack items the same way.
-    """
+    """Items in runs ``(style, kind, items)`` by zorder, then scene order: both renderers stack them so."""
     runs: dict[tuple[str, type], list] = {}
     for item in scene.items:
         kind = Polygon if isinstance(item, Rect) else type(item)
