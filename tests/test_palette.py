@@ -1,0 +1,78 @@
+"""The one visual language (pictures/palette.py): one meaning per colour, readable text, colour-blind safe verdicts."""
+
+import itertools
+
+import pytest
+
+from tutorial_lib.pictures import palette
+
+ROLES = {
+    "INK": palette.INK,
+    "MUTED": palette.MUTED,
+    "FAINT": palette.FAINT,
+    "STORAGE": palette.STORAGE,
+    "PAPER": palette.PAPER,
+    "STALE": palette.STALE,
+    "VIEW": palette.VIEW,
+    "COPY": palette.COPY,
+    **{f"memory {kind}": colour for kind, colour in palette.MEMORY_KINDS.items()},
+}
+
+# Machado et al. (2009) simulation matrices at full severity, applied to linear RGB.
+SIMULATIONS = {
+    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
+}
+
+
+def linear(colour: str) -> tuple[float, ...]:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    return tuple(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+
+
+def luminance(rgb) -> float:
+    r, g, b = rgb
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    high, low = sorted((luminance(linear(a)), luminance(linear(b))), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_every_colour_has_one_meaning():
+    colours = list(ROLES.values()) + list(palette.TENSOR_TINTS)
+    assert len({c.lower() for c in colours}) == len(colours)
+
+
+def test_tensor_colours_repeat_only_after_twelve():
+    assert len({palette.tensor_colour(k) for k in range(12)}) == 12
+    assert palette.tensor_colour(12) == palette.tensor_colour(0)
+    for bad in (-1, 1.0, True, "0"):
+        with pytest.raises(ValueError, match="index must be an int"):
+            palette.tensor_colour(bad)
+
+
+def test_text_colours_are_readable_on_paper_and_on_every_tint():
+    assert contrast(palette.INK, palette.PAPER) >= 7  # WCAG AAA for body text
+    assert contrast(palette.MUTED, palette.PAPER) >= 4.5  # WCAG AA
+    for tint in palette.TENSOR_TINTS + (palette.STORAGE,):
+        assert contrast(palette.INK, tint) >= 4.5, tint  # numbers written in cells stay readable
+
+
+@pytest.mark.parametrize("vision", sorted(SIMULATIONS))
+def test_verdict_colours_stay_apart_for_colour_blind_readers(vision):
+    matrix = SIMULATIONS[vision]
+
+    def seen(colour):
+        rgb = linear(colour)
+        return tuple(sum(m * c for m, c in zip(row, rgb)) for row in matrix)
+
+    for a, b in itertools.combinations((palette.VIEW, palette.COPY, palette.STALE), 2):
+        # Distinct in lightness or in the simulated colour: a learner without red-green vision tells them apart.
+        distance = sum((x - y) ** 2 for x, y in zip(seen(a), seen(b))) ** 0.5
+        assert distance > 0.1 or abs(luminance(linear(a)) - luminance(linear(b))) > 0.1, (a, b)
+
+
+def test_smallest_text_is_readable():
+    assert palette.MIN_TEXT_PT >= 7 and palette.TEXT_PT >= palette.MIN_TEXT_PT and palette.TITLE_PT > palette.TEXT_PT

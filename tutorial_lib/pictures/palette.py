@@ -1,0 +1,67 @@
+"""The course's one visual language: one font family per use, one meaning per colour, a smallest text size.
+
+Every picture's style sheet takes its colours from here, so a colour means the same thing in every picture:
+
+- a tensor's own colour (``tensor_colour(k)``) marks that tensor wherever it is drawn: its row and grid in a
+  layout, its chip in a graph. These light tints are used for nothing else;
+- ``STALE`` (vermilion) means "changed after it was saved / written in place / would fail": hazard borders,
+  in-place edges, errors, IN-PLACE badges;
+- ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables;
+- ``STORAGE`` and the greys are storage cells, frames and unread or unknown cells;
+- ``MEMORY_KINDS`` colour the bands of memory pictures (parameters, gradients, ...).
+
+The hues are Paul Tol's colour-blind-safe schemes (https://personal.sron.nl/~pault/); colour is never the only
+cue: every coloured thing also carries a word, a border style or a shape.
+"""
+
+from __future__ import annotations
+
+#: Text families: sans-serif for prose-like labels, monospace where characters must line up (code, numbers).
+SANS, MONO = "sans", "mono"
+#: No text in a picture is drawn smaller than this (points at scale 1): about 10 px at 100% zoom.
+MIN_TEXT_PT = 7.0
+TEXT_PT = 8.5
+TITLE_PT = 10.0
+
+INK = "#222222"  # text and outlines
+MUTED = "#555555"  # secondary text, edges of the graph
+FAINT = "#999999"  # unread and unknown cells' borders
+STORAGE = "#e6e6e6"
+PAPER = "#ffffff"
+
+STALE = "#cc3311"  # Tol vibrant red
+VIEW = "#0077bb"  # Tol vibrant blue
+COPY = "#ee7733"  # Tol vibrant orange
+
+#: Light tints for tensors (Tol's "light" scheme, then "pale"): twelve before one repeats.
+TENSOR_TINTS = (
+    "#77aadd",
+    "#ee8866",
+    "#eedd88",
+    "#ffaabb",
+    "#99ddff",
+    "#44bb99",
+    "#bbcc33",
+    "#aaaa00",
+    "#bbccee",
+    "#cceeff",
+    "#ccddaa",
+    "#eeeebb",
+)
+
+#: Bands of memory pictures, by kind (Tol's "muted" scheme): distinct from the tensor tints and the verdicts.
+MEMORY_KINDS = {
+    "parameters": "#332288",
+    "gradients": "#88ccee",
+    "optimizer state": "#44aa99",
+    "activations": "#117733",
+    "temporaries": "#ddcc77",
+    "unknown": "#dddddd",
+}
+
+
+def tensor_colour(index: int) -> str:
+    """The colour of the ``index``-th tensor of a picture (0-based); they repeat only after twelve."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index must be an int >= 0, got {index!r}")
+    return TENSOR_TINTS[index % len(TENSOR_TINTS)]
