@@ -10,11 +10,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+import xml.etree.ElementTree as ElementTree  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from models import stale_exp_example  # noqa: E402
 
-from tutorial_lib.tools.errors import show_error  # noqa: E402
+from tutorial_lib.tools.errors import message_parts, show_error  # noqa: E402
 
 VERSION_MESSAGE = "is at version 1; expected version 0"
 
@@ -120,3 +123,90 @@ def test_error_report_displays_text_then_figure_in_jupyter():
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(TypeError, match=name):
         call()
+
+
+# The parts of the in-place error's message, marked in the HTML and tied to the picture
+
+
+def html_tree(report):
+    """The report's HTML as an element tree (parsing also proves the markup is well formed)."""
+    return ElementTree.fromstring(report._repr_html_())
+
+
+def marks(element) -> list:
+    return [(mark.get("data-part"), "".join(mark.itertext())) for mark in element.iter("mark")]
+
+
+def test_the_message_parts_are_found_in_the_message_and_tied_to_the_node_that_saved_the_tensor():
+    y, names = stale_exp_example()
+    report = show_error(y.backward, names=names)
+    assert [part.kind for part in report.parts] == ["tensor", "creator", "versions"]
+    assert [part.text for part in report.parts][0::2] == ["[torch.FloatTensor [3]]", VERSION_MESSAGE]
+    assert re.fullmatch(r"output 0 of Exp(Backward0)?", report.parts[1].text)  # torch 2.13: Exp
+    assert all(report.message[part.start : part.end] == part.text for part in report.parts)
+    (hazard,) = report.hazards
+    assert {part.node_id for part in report.parts} == {hazard.node_id}
+    texts = dict(report.figure.scene.texts())
+    assert texts[f"label:{hazard.node_id}"] == "ExpBackward0"  # the id is the box the picture draws
+    tensor, creator, versions = (part.explanation for part in report.parts)
+    assert "float32" in tensor and "(3,)" in tensor and "FloatTensor" in tensor and "the result of exp" in tensor
+    assert "the box ExpBackward0 marked ⚠ in the picture" in creator and "made this tensor" in creator
+    assert "0 when it was saved by ExpBackward0, 1 now; 1 in-place write since" in versions
+    assert f"“{texts[f'warning:{hazard.node_id}']}”" in versions  # quotes what the picture writes
+
+
+def test_the_html_marks_each_part_in_the_message_and_explains_it_below():
+    y, names = stale_exp_example()
+    report = show_error(y.backward, names=names)
+    root = html_tree(report)
+    message, explanations = root.findall("div")[0], root.find("ul")
+    expected = [(part.kind, part.text) for part in report.parts]
+    assert marks(message) == expected and marks(explanations) == expected
+    numbers = [sup.findtext("b") for sup in message.iter("sup")]
+    assert numbers == ["1", "2", "3"] == [sup.findtext("b") for sup in explanations.iter("sup")]
+    # without the numbers, the message reads as torch wrote it
+    assert "".join(text for text in message.itertext() if text not in "123") == f"RuntimeError: {report.message}"
+    for item, part in zip(explanations.findall("li"), report.parts):
+        assert "".join(item.itertext()).endswith(part.explanation)
+        assert item.find("mark").get("data-node") == str(part.node_id)
+    assert "Why:" + report.hazards[0].explanation in "".join(root.itertext())  # as the summary says it
+
+
+def test_a_saved_input_names_the_op_that_last_wrote_it_and_the_box_that_saved_it_before():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    b = a * a  # MulBackward0 saves a twice, as self and as other
+    a.add_(1)  # a's grad_fn is now AddBackward0: torch names "output 0 of Add"
+    report = show_error(b.sum().backward, graph_of=b, names={"x": x})
+    tensor, creator, versions = report.parts
+    assert re.fullmatch(r"output 0 of Add(Backward0)?", creator.text)
+    saver = report.hazards[0]
+    assert saver.node == "MulBackward0" and creator.node_id == saver.node_id
+    assert f"MulBackward0 had saved it before, as {saver.what}" in creator.explanation
+    assert "the box MulBackward0 marked ⚠" in creator.explanation  # the picture has two MulBackward0 boxes
+    assert "input '" in tensor.explanation and "(2,)" in tensor.explanation
+
+
+def test_without_a_graph_the_parts_are_explained_without_a_picture():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x.sigmoid()
+    a.add_(1)
+    a.add_(1)
+    report = show_error(lambda: a.sum().backward())
+    assert report.figure is None and [part.kind for part in report.parts] == ["tensor", "creator", "versions"]
+    assert all(part.node_id is None for part in report.parts)
+    assert "2 now; 2 in-place writes since" in report.parts[2].explanation
+    assert "picture" not in " ".join(part.explanation for part in report.parts)
+    assert report.parts[2].text == "is at version 2; expected version 0"
+
+
+def test_other_errors_have_no_parts_and_no_marks():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward()
+    for report in (show_error(y.backward), show_error(lambda: int("nope"))):
+        assert report.parts == () and "<mark" not in report._repr_html_()
+        html_tree(report)
+    assert message_parts("invalid literal for int()") == ()
+    with pytest.raises(TypeError, match="message"):
+        message_parts(RuntimeError("is at version 1; expected version 0 instead"))

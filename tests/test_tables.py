@@ -1,5 +1,6 @@
 """tutorial_lib.pictures.tables: ``op_table`` shows a view-or-copy report as an HTML table in Jupyter and as the
-report's own text elsewhere; verdicts are words with a mark, never colour alone, and everything is escaped."""
+report's own text elsewhere; verdicts are words with a mark, never colour alone, and everything is escaped;
+alike rows are grouped under one verdict with their count, and long tables scroll."""
 
 import xml.etree.ElementTree as ElementTree
 
@@ -10,6 +11,8 @@ import tutorial_lib as tl
 from tutorial_lib.facts.ops import OpReport
 from tutorial_lib.pictures.tables import OpTable, op_table
 
+VIEWS = [f"x.view({n}, {12 // n})" for n in (1, 2, 3, 4, 6, 12)] * 4  # 24 rows, all views
+
 
 def parsed(table):
     """The table's HTML as an element tree (parsing also proves the markup is well formed)."""
@@ -17,20 +20,51 @@ def parsed(table):
 
 
 def body_rows(table):
-    """The ``<td>`` elements of each body row."""
-    return [row.findall("td") for row in parsed(table).find("tbody").findall("tr")]
+    """The ``<td>`` elements of each body row as written (a cell spanning rows is in its first row only)."""
+    return [row.findall("td") for row in parsed(table).find(".//tbody").findall("tr")]
+
+
+def grid(table):
+    """Each body row's five cells, a cell spanning rows repeated in every row it covers."""
+    rows, spanning = [], {}  # column -> (cell, rows it still covers)
+    for written in body_rows(table):
+        cells, written = [], list(written)
+        for column in range(len(OpReport.HEADERS)):
+            if column in spanning:
+                cell, left = spanning.pop(column)
+                if left > 1:
+                    spanning[column] = (cell, left - 1)
+            else:
+                cell = written.pop(0)
+                if int(cell.get("rowspan", "1")) > 1:
+                    spanning[column] = (cell, int(cell.get("rowspan")) - 1)
+            cells.append(cell)
+        assert not written
+        rows.append(cells)
+    return rows
 
 
 def cell_text(cell):
     return "".join(cell.itertext())
 
 
+def verdict_word(cell):
+    """The verdict shown in a verdict cell, without the count of a group."""
+    return cell_text(cell.find(".//span"))
+
+
+def style(element) -> dict:
+    """An element's inline style as a dict."""
+    pairs = (part.split(":", 1) for part in element.get("style", "").split(";") if part.strip())
+    return {name.strip(): value.strip() for name, value in pairs}
+
+
 def test_html_has_the_report_headers_and_one_row_per_expression():
     x = torch.arange(6.0).view(2, 3)
     table = op_table(["x.t()", "x[[0]]", "x.add_(1)"], x=x)
     root = parsed(table)
-    assert [cell_text(th) for th in root.find("thead").iter("th")] == list(OpReport.HEADERS)
-    assert [len(cells) for cells in body_rows(table)] == [len(OpReport.HEADERS)] * 3
+    assert [cell_text(th) for th in root.iter("th")] == list(OpReport.HEADERS)
+    assert [len(cells) for cells in grid(table)] == [len(OpReport.HEADERS)] * 3
 
 
 @pytest.mark.parametrize(
@@ -47,23 +81,79 @@ def test_every_verdict_is_a_word_with_its_own_mark(expression, verdict, mark):
     table = op_table([expression], x=torch.arange(6.0).view(2, 3))
     assert table.report[0].verdict == verdict
     (cells,) = body_rows(table)
-    assert cell_text(cells[1]) == mark
+    assert cell_text(cells[1]) == mark == verdict_word(cells[1])
 
 
 def test_the_marks_differ_per_verdict():
     x = torch.arange(6.0).view(2, 3)
     table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape"], x=x)
-    marks = [cell_text(cells[1]) for cells in body_rows(table)]
+    marks = [verdict_word(cells[1]) for cells in grid(table)]
     assert len({mark.split()[0] for mark in marks}) == len(marks)
 
 
-def test_operation_and_aten_ops_are_code_and_the_other_columns_are_not():
+def test_copies_and_writes_are_tinted_with_a_bold_word_and_views_are_not():
+    x = torch.arange(6.0).view(2, 3)
+    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()"], x=x)
+    rows = parsed(table).find(".//tbody").findall("tr")
+    tints = [style(row)["background"] for row in rows]
+    assert tints[0] == tints[3] == "#ffffff"  # the view and the same tensor: plain
+    assert len({tints[0], tints[1], tints[2]}) == 3  # a copy and a write: each its own tint
+    weights = [style(cells[1].find(".//span"))["font-weight"] for cells in grid(table)]
+    assert weights == ["normal", "bold", "bold", "normal"]
+    bars = [style(cells[0])["border-left"] for cells in grid(table)]
+    assert "transparent" in bars[0] and "transparent" not in bars[1] and bars[1] != bars[2]
+
+
+def test_code_is_monospace_and_every_cell_is_left_aligned():
     x = torch.arange(6.0).view(2, 3)
     table = op_table(["x.t()", "x[[0]]"], x=x)
-    for cells, texts in zip(body_rows(table), table.report.table_rows()):
-        assert [cell.find("code") is not None for cell in cells] == [True, False, False, False, True]
-        assert cell_text(cells[0]) == texts[0] and cell_text(cells[4]) == texts[4]
-        assert [cell_text(cells[i]) for i in (2, 3)] == [texts[2], texts[3]]
+    for cells, texts in zip(grid(table), table.report.table_rows()):
+        assert ["monospace" in style(cell).get("font-family", "") for cell in cells] == [
+            True,
+            False,
+            False,
+            False,
+            True,
+        ]
+        assert [cell_text(cells[i]) for i in (0, 2, 3, 4)] == [texts[i] for i in (0, 2, 3, 4)]
+    root = parsed(table)
+    assert all(style(cell)["text-align"] == "left" for cell in [*root.iter("th"), *root.iter("td")])
+
+
+def test_consecutive_rows_alike_share_one_verdict_cell_with_their_count():
+    x = torch.arange(12.0).view(3, 4)
+    expressions = ["x.t()", "x[0]", "x.view(4, 3)", "x[[0, 2]]", "x[[1, 2]]", "x[:, [1, 3]]", "x.detach()"]
+    table = op_table(expressions, x=x)
+    written = body_rows(table)
+    # views (3) | copies of 32 bytes (2) | a copy of 24 bytes | a view: four groups, one verdict cell each
+    assert [len(cells) for cells in written] == [5, 2, 2, 5, 2, 5, 5]
+    spans = [int(cells[1].get("rowspan", "1")) for cells in written if len(cells) == 5]
+    assert spans == [3, 2, 1, 1]
+    assert cell_text(written[0][1]) == "👁 view× 3 in a row"
+    assert cell_text(written[3][1]) == "📄 copy× 2 in a row" and cell_text(written[5][1]) == "📄 copy"
+    assert [cell_text(cells[2]) for cells in grid(table)] == ["0", "0", "0", "32", "32", "24", "0"]
+    assert [cell_text(cells[0]) for cells in grid(table)] == expressions
+
+
+def test_the_caption_counts_the_verdicts():
+    x = torch.arange(12.0).view(3, 4)
+    table = op_table(["x.t()", "x[[0, 2]]", "x[0]", "x.clone()", "x.add_(1)"], x=x)
+    caption = cell_text(parsed(table).find("div"))
+    assert caption == "5 operations: 2 views, 2 copies, 1 in-place write"
+    assert cell_text(parsed(op_table(["x.t()"], x=x)).find("div")) == "1 operation: 1 view"
+
+
+def test_a_long_table_scrolls_under_its_header_and_a_short_one_does_not():
+    x = torch.arange(12.0).view(3, 4)
+    long_table = op_table(VIEWS, x=x)
+    boxes = [div for div in parsed(long_table).iter("div") if "max-height" in style(div)]
+    assert len(boxes) == 1 and style(boxes[0])["overflow-y"] == "auto"
+    assert int(style(boxes[0])["max-height"].removesuffix("px")) < 19 * len(VIEWS)  # shorter than the rows
+    assert all(style(th)["position"] == "sticky" for th in parsed(long_table).iter("th"))
+    assert cell_text(body_rows(long_table)[0][1]) == f"👁 view× {len(VIEWS)} in a row"
+    short_table = op_table(VIEWS[:12], x=x)
+    assert not [div for div in parsed(short_table).iter("div") if "max-height" in style(div)]
+    assert not any("position" in style(th) for th in parsed(short_table).iter("th"))
 
 
 def test_html_escapes_the_expression():

@@ -1,15 +1,60 @@
 """``show_error``: run a function and show what went wrong compactly: the exception's type and message, and,
 when autograd refuses to go backward through a tensor changed in place (or a second time), the backward graph
-with the stale or freed saved tensor marked."""
+with the stale or freed saved tensor marked.
+
+For the in-place error the HTML marks the three parts of torch's message (which tensor, which operation torch
+names, which versions) and explains each, naming the box of the picture that saved the tensor.
+"""
 
 from __future__ import annotations
 
+import html
+import re
+from dataclasses import dataclass
+
 import torch
 
-from ..common.checks import describe
-from ..common.text import strip_hint
-from ..facts.graph import FREED_ERROR_SECOND_BACKWARD, VERSION_ERROR, autograd_graph, grad_fn_of, inplace_hazards
+from ..common.checks import describe, shape_text
+from ..common.text import dtype_name, plural, short_op_name, strip_hint
+from ..facts.graph import (
+    FREED_ERROR_SECOND_BACKWARD,
+    VERSION_ERROR,
+    autograd_graph,
+    error_shape_and_dtype,
+    error_versions,
+    grad_fn_of,
+    inplace_hazards,
+)
 from ..pictures.graph_picture import draw_graph
+from ..pictures.scene import FAMILIES
+
+# Where the message names the tensor ("[torch.FloatTensor [3]]") and the operation ("output 0 of Exp"); the
+# values themselves are read by facts.graph (error_shape_and_dtype), these only find the text to mark.
+_TENSOR_IN_MESSAGE = re.compile(r"\[torch\.(?:cuda\.)?(\w+Tensor) \[[\d, ]*\]\]")
+_CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of (\w+)(?=,)")
+#: Each part's highlight (light Okabe-Ito tints with a line of the full colour), told apart by number too.
+_PART_LOOKS = {
+    "tensor": "background:#d9eefb;border-bottom:2px solid #56b4e9",
+    "creator": "background:#fde8cf;border-bottom:2px solid #e69f00",
+    "versions": "background:#f6dcea;border-bottom:2px solid #cc79a7",
+}
+
+
+@dataclass(frozen=True)
+class MessagePart:
+    """One part of autograd's in-place error message, where it is in the message and what it means.
+
+    ``kind`` is ``"tensor"`` ("[torch.FloatTensor [3]]": the changed tensor's dtype and shape), ``"creator"``
+    ("output 0 of Exp": the operation torch names for it) or ``"versions"`` ("is at version 1; expected
+    version 0"); ``node_id`` is the graph node that saved the tensor when the graph is known, else None.
+    """
+
+    kind: str
+    text: str
+    start: int
+    end: int
+    explanation: str
+    node_id: int | None = None
 
 
 class ErrorReport:
@@ -24,9 +69,10 @@ class ErrorReport:
         hazards: ``Hazard`` list of the graph drawn (empty without a graph).
         figure: the graph picture (a matplotlib Figure) or None.
         summary: one line of deterministic text saying all of the above.
+        parts: the ``MessagePart``s of an in-place error's message, in message order (empty for other errors).
     """
 
-    def __init__(self, raised, exception, message, result, hazards, figure, summary):
+    def __init__(self, raised, exception, message, result, hazards, figure, summary, parts=()):
         self.raised = raised
         self.exception = exception
         self.exception_type = type(exception).__name__ if exception is not None else None
@@ -35,21 +81,33 @@ class ErrorReport:
         self.hazards = hazards
         self.figure = figure
         self.summary = summary
+        self.parts = tuple(parts)
 
     def __repr__(self) -> str:
         return self.summary
 
     def _repr_html_(self) -> str:
-        import html
-
+        sans, mono = ", ".join(FAMILIES["sans"]), ", ".join(FAMILIES["mono"])
         if not self.raised:
-            return f"<div style='font-family:monospace'>✓ {html.escape(self.summary)}</div>"
+            return f"<div style='font-family:{mono}'>✓ {html.escape(self.summary)}</div>"
+        explained = ""
+        if self.parts:
+            items = "".join(
+                f"<li style='margin:2px 0'>{_marked(part, number)} {html.escape(part.explanation)}</li>"
+                for number, part in enumerate(self.parts, start=1)
+            )
+            explained = f"<ul style='margin:4px 0;padding-left:4px;list-style:none;font-family:{sans}'>{items}</ul>"
         why = "".join(f"<li>{html.escape(h.explanation)}</li>" for h in self.hazards)
-        why = f"<ul style='margin:4px 0'>{why}</ul>" if why else ""
-        picture = "<div style='color:#555'>The graph is drawn below.</div>" if self.figure is not None else ""
+        why = f"<div style='font-family:{sans}'>Why:<ul style='margin:2px 0'>{why}</ul></div>" if why else ""
+        picture = (
+            f"<div style='color:#555555;font-family:{sans}'>The graph is drawn below.</div>"
+            if self.figure is not None
+            else ""
+        )
         return (
-            "<div style='border-left:4px solid #d62728;padding:4px 8px;font-family:monospace;white-space:pre-wrap'>"
-            f"<b>{html.escape(self.exception_type)}</b>: {html.escape(self.message)}{why}{picture}</div>"
+            f"<div style='border-left:4px solid #d55e00;padding:4px 8px;font-size:13px;line-height:1.4'>"
+            f"<div style='font-family:{mono};white-space:pre-wrap'><b>{html.escape(self.exception_type)}</b>: "
+            f"{_marked_message(self.message, self.parts)}</div>{explained}{why}{picture}</div>"
         )
 
     def _ipython_display_(self) -> None:
@@ -134,9 +192,125 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
             summary += f" (no picture: the graph of graph_of cannot be read: {refused})"
         elif target is None and version_error:
             summary += " (pass graph_of=<the tensor you called backward on> to see its graph)"
-        return ErrorReport(True, error, message, None, hazards, figure, summary)
+        parts = message_parts(message, hazards, figure.scene if figure is not None else None) if version_error else ()
+        return ErrorReport(True, error, message, None, hazards, figure, summary, parts)
     summary = f"No error: {getattr(fn, '__name__', 'fn')} ran without raising and returned {_returned(result)}."
     return ErrorReport(False, None, None, result, [], None, summary)
+
+
+def _marked(part: MessagePart, number: int) -> str:
+    """A part of the message, highlighted and numbered, with where it points as data attributes."""
+    node = f" data-node='{part.node_id}'" if part.node_id is not None else ""
+    return (
+        f"<mark data-part='{part.kind}'{node} style='{_PART_LOOKS[part.kind]};color:inherit;padding:0 1px;"
+        f"font-family:{', '.join(FAMILIES['mono'])}'>"
+        f"{html.escape(part.text)}</mark><sup><b>{number}</b></sup>"
+    )
+
+
+def _marked_message(message: str, parts: tuple) -> str:
+    """The message, escaped, with its parts highlighted and numbered in place."""
+    out, position = [], 0
+    for number, part in enumerate(parts, start=1):
+        out += [html.escape(message[position : part.start]), _marked(part, number)]
+        position = part.end
+    return "".join(out) + html.escape(message[position:])
+
+
+def _saver(hazards, shape, versions, creator: str | None):
+    """The hazard the message is about: same shape and versions, the creator's own node first; None if none."""
+    alike = [h for h in hazards if h.shape == shape and (h.current_version, h.saved_version) == versions]
+    for hazard in alike:
+        if creator is not None and short_op_name(hazard.node) == creator and not hazard.what.startswith("input"):
+            return hazard
+    return alike[0] if alike else None
+
+
+def _box_words(hazard, scene) -> str:
+    """The box that saved the tensor as the picture draws it ("the box ExpBackward0"), or the node's name."""
+    if scene is None:
+        return f"the node {hazard.node}"
+    texts = dict(scene.texts())
+    label = texts.get(f"label:{hazard.node_id}")
+    if label is None:  # folded into a box of repeats: that box lists it
+        return f"the node {hazard.node}, inside a box of repeats in the picture"
+    marked = " marked ⚠" if f"warning:{hazard.node_id}" in texts else ""
+    return f"the box {label}{marked} in the picture"
+
+
+def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ...]:
+    """The marked parts of autograd's in-place error message, each explained and tied to the graph.
+
+    Args:
+        message: the error's message (``str(error)``); another error's message has no parts.
+        hazards: ``inplace_hazards`` of the graph backward went through (tells which node saved the tensor).
+        scene: the graph picture's ``Scene``, to name its boxes as it draws them; None without a picture.
+
+    Returns:
+        ``MessagePart``s in message order: the tensor, the operation torch names, the versions (each when
+        the message has it); empty when the message is not the in-place error.
+
+    Raises:
+        TypeError: ``message`` is not a string.
+    """
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a string, got {describe(message)}")
+    version_match, versions = VERSION_ERROR.search(message), error_versions(message)
+    if version_match is None:
+        return ()
+    shape, dtype = error_shape_and_dtype(message)
+    tensor_match, creator_match = _TENSOR_IN_MESSAGE.search(message), _CREATOR_IN_MESSAGE.search(message)
+    creator = short_op_name(creator_match.group(2)) if creator_match else None
+    hazard = _saver(hazards, shape, versions, creator)
+    node_id = hazard.node_id if hazard is not None else None
+    box = _box_words(hazard, scene) if hazard is not None else None
+    current, saved = versions
+    parts = []
+    if tensor_match is not None:
+        kind = f"{dtype_name(dtype)} tensor" if dtype is not None else "tensor"
+        device = " on a GPU" if ".cuda." in tensor_match.group(0) else ""
+        shaped = f"a {kind}{device} of shape {shape_text(shape)}" if shape else f"a 0-dim {kind}{device}"
+        which = f", {hazard.what}" if hazard is not None else ""
+        named = dtype_name(dtype) if dtype is not None else "its type"
+        parts.append(
+            MessagePart(
+                "tensor",
+                tensor_match.group(0),
+                tensor_match.start(),
+                tensor_match.end(),
+                f"the tensor that changed: {shaped}{which}. {tensor_match.group(1)} is torch's old name for {named}.",
+                node_id,
+            )
+        )
+    if creator_match is not None:
+        if hazard is None:
+            said = "the operation that last produced this tensor (an in-place one counts)."
+        elif hazard.what.startswith("input"):
+            said = (
+                f"the operation that last produced this tensor, an in-place one included; {hazard.node} had "
+                f"saved it before, as {hazard.what}: {box}."
+            )
+        else:
+            said = f"the operation that made this tensor; its backward node saved it: {box}."
+        parts.append(
+            MessagePart("creator", creator_match.group(0), creator_match.start(), creator_match.end(), said, node_id)
+        )
+    changes = plural(current - saved, "in-place write") if current > saved else "in-place writes"
+    saver = f" by {hazard.node}" if hazard is not None else ""
+    warning = dict(scene.texts()).get(f"warning:{node_id}") if scene is not None else None
+    drawn = f" The picture's {hazard.node} box says “{warning}”." if warning else ""
+    parts.append(
+        MessagePart(
+            "versions",
+            message[version_match.start() : version_match.end(2)],
+            version_match.start(),
+            version_match.end(2),
+            f"its version counter (t._version): {saved} when it was saved{saver}, {current} now; {changes} "
+            f"since, so the values backward needs are gone.{drawn}",
+            node_id,
+        )
+    )
+    return tuple(parts)
 
 
 def _returned(value) -> str:
