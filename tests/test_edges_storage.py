@@ -76,8 +76,15 @@ def test_storage_values_text_reads_raw_storage():
     assert storage_values_text(torch.arange(3), np.int64(1)) == ("1", "2")
     assert storage_values_text(torch.empty(4, device="meta"), 1) == ("", "", "")
     assert storage_values_text(base, 6) == ()
+    bytes_of_one = torch.tensor([1.0]).view(torch.uint8).tolist()  # the same bytes, read as another dtype
+    assert storage_values_text(view, 4, 8, dtype=torch.uint8) == tuple(str(b) for b in bytes_of_one)
+    assert storage_values_text(torch.arange(4, dtype=torch.int16), dtype=torch.int32) == ("65536", "196610")
     with pytest.raises(ValueError, match="start and stop"):
         storage_values_text(base, 4, 7)
+    with pytest.raises(ValueError, match="uint8 elements"):
+        storage_values_text(base, 0, 25, dtype=torch.uint8)
+    with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
+        storage_values_text(base, dtype="uint8")
     with pytest.raises(TypeError, match="start"):
         storage_values_text(base, 1.5)
     with pytest.raises(TypeError, match="stop"):
@@ -114,6 +121,16 @@ def test_read_counts_and_step_targets_match_torch():
     assert layout(t).step_targets() == tuple(steps)
     assert layout(v[None]).step_targets() == ((1, 0, 1),)  # a dimension of size 1 is never stepped along
     assert layout(v[2]).step_targets() == () and layout(v[:0]).step_targets() == ()
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.complex128])
+def test_byte_range_spans_the_bytes_of_the_lowest_and_highest_element(dtype):
+    base = torch.zeros(40, dtype=dtype)
+    for t in (base, base[3:17:2], base.reshape(5, 8).t()[1:, 2:5], base[4:5].expand(3), base[7]):
+        addresses = byte_addresses(t)
+        start = base.data_ptr()
+        assert layout(t).byte_range == (min(addresses) - start, max(addresses) + 1 - start)
+    assert layout(base[:0]).byte_range is None
 
 
 def test_compare_reads_counts_shared_cells_and_bytes():

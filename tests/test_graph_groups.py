@@ -210,3 +210,28 @@ def test_bad_input_names_the_argument(call, error, name):
     z, names = seed_example()
     with pytest.raises(error, match=name):
         call(z, autograd_graph(z, names=names))
+
+
+@given(st.integers(1, 40), st.integers(1, 30))
+@settings(max_examples=40, deadline=None)
+def test_capped_keeps_the_items_nearest_the_root_and_names_the_cut_ones(depth, max_items):
+    _, loss = residual(depth)
+    view = uncollapsed(autograd_graph(loss))
+    kept, cut = view.capped(max_items)
+    assert len(kept) == min(max_items, len(view.items)) and view.root in kept
+    children = {}
+    for a, b in view.edges:
+        children.setdefault(a, set()).add(b)
+    # Breadth first: every kept item but the root has a kept parent, so the kept part hangs together.
+    parents = {b for a in kept for b in children.get(a, ())}
+    assert all(item == view.root or item in parents for item in kept)
+    # The cut items are exactly the kept ones with a child left out.
+    assert set(cut) == {a for a in kept if children.get(a, set()) - set(kept)}
+    assert (cut == ()) == (len(kept) == len(view.items))
+
+
+def test_capped_checks_max_items():
+    view = uncollapsed(autograd_graph(seed_example()[0]))
+    for bad, error in ((0, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="max_items"):
+            view.capped(bad)

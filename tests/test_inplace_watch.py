@@ -403,3 +403,22 @@ def test_call_keeping_versions_bumps_foreach_writes_inside_any_dispatch_mode():
     assert plain == (3, 1)
     assert versions(Keeping()) == plain
     assert versions(Bare()) == (1, 0)  # the torch 2.13 behaviour the helper corrects
+
+
+def test_watch_notes_name_where_each_stale_tensor_was_saved_and_changed():
+    from tutorial_lib.facts.inplace_watch import watch_notes
+
+    a = torch.randn(3, requires_grad=True)
+    with tl.watch_inplace():
+        e = a.exp()
+        e.mul_(2)
+        e.add_(1)
+    (hazard,) = tl.inplace_hazards(e)
+    notes = watch_notes(e)
+    assert list(notes) == [hazard.node_id]
+    saved, *changed = notes[hazard.node_id]
+    assert saved == f"saved at {hazard.saved_at.place}"
+    assert [c.rsplit(" (", 1)[1] for c in changed] == ["mul_)", "add_)"]
+    assert watch_notes(torch.ones(2)) == {}  # no graph, nothing stale
+    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+        watch_notes([1.0])

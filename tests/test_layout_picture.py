@@ -107,7 +107,7 @@ def test_rows_labels_and_legend_are_drawn_once_each(matrix):
 def test_storage_cells_show_the_storage_values_and_indices(matrix):
     fig = draw_layout(matrix * 0.5, names=["h"])
     drawn = texts(fig)
-    storage = [c for c in fig.layout_cells if c.row == "storage"]
+    storage = fig.layout_picture.row_cells("storage")
     assert [c.index for c in storage] == list(range(12))
     assert [c.text for c in storage] == [f"{v:g}" for v in (torch.arange(12.0) * 0.5).tolist()]
     for cell in storage:
@@ -115,7 +115,7 @@ def test_storage_cells_show_the_storage_values_and_indices(matrix):
         assert drawn[f"index:0:storage:{cell.index}"] == str(cell.index)
         assert fig.scene.ids()[f"cell:0:storage:{cell.index}"].style == "storage"
     no_values = draw_layout(matrix, show_values=False)
-    assert all(c.text == "" for c in no_values.layout_cells if c.row == "storage")
+    assert all(c.text == "" for c in no_values.layout_picture.row_cells("storage"))
     assert not [i for i in no_values.scene.ids() if i.startswith("text:0:storage:")]
 
 

@@ -51,6 +51,7 @@ from .graph import (
     describe_saved,
     error_shape_and_dtype,
     error_versions,
+    inplace_hazards,
     stale_saved_tensors,
 )
 from .watching import WatcherMode, bump_like_torch, storage_key, tensor_version, written_arguments
@@ -904,6 +905,31 @@ def attach_source_lines(tensor, hazards: list) -> list:
     return annotated
 
 
+def watch_notes(tensor) -> dict[int, tuple[str, ...]]:
+    """Where each stale saved tensor of ``tensor``'s graph was saved and changed, as ``watch_inplace`` recorded it.
+
+    Returns:
+        Node id -> its texts ("saved at file:line", "changed at file:line (op)"), without repeats; empty when no
+        watch is active or finished.
+
+    Raises:
+        TypeError: ``tensor`` is not a tensor.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
+    if not recent_watches():
+        return {}
+    notes: dict[int, list[str]] = {}
+    for hazard in inplace_hazards(tensor):
+        texts = notes.setdefault(hazard.node_id, [])
+        if hazard.saved_at is not None:
+            texts.append(f"saved at {hazard.saved_at.place}")
+        for write in hazard.changed_at:
+            place = write.line.place if write.line is not None else "line unknown"
+            texts.append(f"changed at {place} ({op_name(write.op)})")
+    return {node_id: tuple(dict.fromkeys(texts)) for node_id, texts in notes.items()}
+
+
 def explain_inplace(t) -> list[InplaceExplanation]:
     """Explain every stale saved tensor in ``t``'s graph, with lines when a watcher was on.
 
@@ -946,4 +972,5 @@ __all__ = [
     "is_library_frame",
     "recent_watches",
     "watch_inplace",
+    "watch_notes",
 ]

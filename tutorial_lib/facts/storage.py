@@ -169,6 +169,12 @@ class Layout:
         return self.storage_offset, highest
 
     @property
+    def byte_range(self) -> tuple[int, int] | None:
+        """The bytes ``[start, stop)`` from the lowest element's first byte to the highest's last; None if empty."""
+        span = self.index_range
+        return None if span is None else (span[0] * self.itemsize, (span[1] + 1) * self.itemsize)
+
+    @property
     def has_internal_overlap(self) -> bool | None:
         """Whether two elements share a storage index (as after ``expand``); None if unknown (too big)."""
         if self.numel == 0:
@@ -380,35 +386,39 @@ def _format_value(value) -> str:
     return str(value)
 
 
-def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: int = 64) -> tuple[str, ...]:
-    """Read storage cells ``start`` up to ``stop`` of ``t``'s storage (in ``t``'s dtype) as short text.
+def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: int = 64, dtype=None) -> tuple[str, ...]:
+    """Read storage cells ``start`` up to ``stop`` of ``t``'s storage (in ``dtype``, default ``t``'s) as short text.
 
     This reads the raw storage, whatever ``t``'s own shape and strides are, and never more than
     ``max_cells`` values, so it is cheap for any storage size.
 
     Args:
-        t: a strided tensor; its storage is read as elements of ``t.dtype``. A meta tensor has no values:
+        t: a strided tensor; its storage is read as elements of ``dtype``. A meta tensor has no values:
             its cells read as empty strings.
-        start: the first storage index (in elements of ``t.dtype``).
+        start: the first storage index (in elements of ``dtype``).
         stop: one past the last storage index; None for the end of the storage.
         max_cells: read at most this many values (from ``start``).
+        dtype: read the storage's bytes as this dtype (``start``/``stop`` count its elements); None: ``t.dtype``.
 
     Returns:
         A tuple of strings, one per value read, e.g. ``('0', '1', '2.5')``.
 
     Raises:
-        TypeError: ``t`` is not a tensor, or ``start``/``stop``/``max_cells`` are not ints.
+        TypeError: ``t`` is not a tensor, ``start``/``stop``/``max_cells`` are not ints, or ``dtype`` not a dtype.
         ValueError: the range is outside the storage, or ``max_cells`` < 1.
     """
     tensor = require_tensor(t, "t")
     require_positive_int(max_cells, "max_cells")
-    storage_numel = tensor.untyped_storage().nbytes() // tensor.element_size()
+    dtype = tensor.dtype if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype or None, got {describe(dtype)}")
+    storage_numel = tensor.untyped_storage().nbytes() // dtype.itemsize
     start = require_int(start, "start")
     stop = storage_numel if stop is None else require_int(stop, "stop")
     if not 0 <= start <= stop <= storage_numel:
         raise ValueError(
             f"start and stop must satisfy 0 <= start <= stop <= {storage_numel} (the storage's size in "
-            f"{dtype_name(tensor.dtype)} elements), got start={start}, stop={stop}"
+            f"{dtype_name(dtype)} elements), got start={start}, stop={stop}"
         )
     count = min(stop - start, max_cells)
     if count == 0:
@@ -416,7 +426,7 @@ def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: i
     if tensor.device.type == "meta":
         return ("",) * count
     # A fresh tensor set onto the raw storage: t's own view bits (conj, neg) and autograd play no part.
-    window = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    window = torch.empty(0, dtype=dtype, device=tensor.device)
     window.set_(tensor.untyped_storage(), start, (count,), (1,))
     try:
         values = window.cpu().tolist()

@@ -24,7 +24,7 @@ from graphlib import TopologicalSorter
 
 import torch
 
-from ..common.checks import describe, require_int, require_tensor
+from ..common.checks import describe, require_int, require_positive_int, require_tensor
 from ..common.text import plural
 from ..facts.graph import Graph, autograd_graph, grad_fn_of
 
@@ -92,6 +92,31 @@ class CollapsedGraph:
 
     def members(self, item: int) -> tuple[int, ...]:
         return self.group(item).members if self.is_group(item) else (item,)
+
+    def capped(self, max_items: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The ``max_items`` items nearest the root (breadth first), and those of them with children left out.
+
+        Raises:
+            TypeError, ValueError: ``max_items`` is not an int >= 1.
+        """
+        require_positive_int(max_items, "max_items")
+        if len(self.items) <= max_items:
+            return self.items, ()
+        children: dict[int, list[int]] = {}
+        for a, b in self.edges:
+            children.setdefault(a, []).append(b)
+        kept = {self.root: None}
+        queue = [self.root]
+        for v in queue:
+            for c in children.get(v, ()):
+                if c not in kept and len(kept) < max_items:
+                    kept[c] = None
+                    queue.append(c)
+        for item in self.items:  # anything unreachable from the root (never in an autograd graph)
+            if len(kept) < max_items:
+                kept.setdefault(item, None)
+        cut = tuple(a for a in kept if any(c not in kept for c in children.get(a, ())))
+        return tuple(i for i in self.items if i in kept), cut
 
     def restricted(self, items) -> CollapsedGraph:
         """The same grouping with only ``items`` drawn: the edges between two of them are kept, the others dropped."""

@@ -1,9 +1,7 @@
 """The picture of a backward graph: what each box says, which view to draw, the summary, and the scene.
 
-``graph_scene`` plans a ``Scene`` from what the model layer says (``autograd_graph``, ``graph_groups``) and
-a placement (``graph_layout``); ``draw_graph`` renders it with matplotlib and ``graph_svg`` writes it as SVG.
-It computes no fact about the graph itself (``show_error``, which draws it for an error, is in
-``tools/errors.py``). Importing this module draws nothing and imports no matplotlib.
+``graph_scene`` plans a ``Scene`` from the facts (``autograd_graph``, ``graph_groups``) and a placement
+(``graph_layout``); ``draw_graph`` renders it with matplotlib, ``graph_svg`` as SVG (without importing matplotlib).
 """
 
 from __future__ import annotations
@@ -12,13 +10,14 @@ import math
 import re
 import textwrap
 from dataclasses import dataclass
+from itertools import groupby
 
 import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, shape_text
-from ..common.text import op_name, plural, short_op_name
+from ..common.text import plural, short_op_name
 from ..facts.graph import Graph, autograd_graph, inplace_hazards
-from ..facts.inplace_watch import recent_watches
+from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
 from .graph_placement import FONT_SIZE, LAYER_GAP, LINE_SPACING, PAD_X, PAD_Y, GraphLayout, box_size, graph_layout
@@ -61,67 +60,57 @@ _LEGEND = (
 _LEGEND_GROUPS = " · stacked box: collapsed group"
 _LEGEND_HAZARD = " · red dashed border + ⚠: a saved tensor changed in place (backward() would fail)"
 
-# ----------------------------------------------------------------------------------------------------
-# What each box says (text only: decided before any drawing)
+_WARNING = "⚠"  # a box line starting with it is drawn as a warning, in graph-warning's font
 
 
 @dataclass(frozen=True)
 class _Box:
+    """The texts of one box, its kind (``output``, ``backward``, ``leaf`` or ``group``) and stale saved tensors."""
+
     item: int
-    kind: str  # "output", "backward", "leaf" or "group"
+    kind: str
     title: str
-    lines: tuple[tuple[str, bool], ...]  # (text, is a hazard warning)
+    lines: tuple[str, ...]
     stale: int
 
     @property
     def size(self) -> tuple[float, float]:
-        longest = max([len(self.title)] + [len(t) for t, warning in self.lines if not warning])
+        longest = max([len(self.title)] + [len(t) for t in self.lines if t[:1] != _WARNING])
         width, height = box_size(1 + len(self.lines), longest)
-        warnings = [text_width(t, "sans", FONT_SIZE, "bold") + 2 * PAD_X for t, warning in self.lines if warning]
+        warnings = [text_width(t, "sans", FONT_SIZE, "bold") + 2 * PAD_X for t in self.lines if t[:1] == _WARNING]
         return max([width] + warnings), height
 
 
 def _stale_marker(saved) -> str:
-    return f"⚠ stale: saved v{saved.saved_version}, now v{saved.current_version}"
+    return f"{_WARNING} stale: saved v{saved.saved_version}, now v{saved.current_version}"
 
 
 def _saved_line(saved) -> str:
-    state = saved.state
-    if state == "freed":
-        return f"saved: {saved.attribute} (freed by backward)"
-    if state == "hooked":
-        return f"saved: {saved.attribute} (packed by a hook)"
-    if state == "unknown":
-        return f"saved: {saved.attribute} (version unknown)" if saved.note else f"saved: {saved.attribute}"
-    return f"saved: {saved.attribute} v{saved.saved_version} (now v{saved.current_version})"
+    """One saved tensor's line in a box: its versions, or why they are not shown."""
+    if saved.state in ("stale", "ok"):
+        return f"saved: {saved.attribute} v{saved.saved_version} (now v{saved.current_version})"
+    why = {"freed": " (freed by backward)", "hooked": " (packed by a hook)", "unknown": " (version unknown)"}
+    return f"saved: {saved.attribute}" + (why[saved.state] if saved.note or saved.state != "unknown" else "")
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, ...] = ()) -> _Box:
-    lines: list[tuple[str, bool]] = []
-    stale = sum(1 for s in node.saved if s.stale)
-    if node.kind == "leaf":
-        if not node.label.startswith("leaf"):
-            lines.append((f"leaf · {shape_text(node.shape)}", False))
+def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, ...]) -> _Box:
+    """A node's box: shape, values, saved tensors (stale ones even when show_saved is off: they are the point)."""
+    lines = []
+    if node.kind == "leaf" and not node.label.startswith("leaf"):
+        lines.append(f"leaf · {shape_text(node.shape)}")
     if node.kind in ("leaf", "output") and show_values:
-        lines.append((f"value: {node.value}", False))
+        lines.append(f"value: {node.value}")
         if node.kind == "leaf" or node.grad is not None:
-            lines.append((f"grad: {node.grad}", False))
+            lines.append(f"grad: {node.grad}")
     shown = 0
     for saved in node.saved:
-        # Stale saved tensors are always listed, even when show_saved is off: they are the point.
-        if not (show_saved or saved.stale):
-            continue
-        if shown >= _MAX_SAVED_LINES and not saved.stale:
-            continue
-        lines.append((_saved_line(saved), False))
-        if saved.stale:
-            lines.append((_stale_marker(saved), True))
-        shown += 1
-    hidden = len(node.saved) - shown
-    if show_saved and hidden > 0:
-        lines.append((f"… {hidden} more saved", False))
-    lines.extend((note, False) for note in line_notes)  # from watch_inplace: who saved it, who changed it
-    return _Box(node.id, node.kind, visible(node.label), tuple(lines), stale)
+        if saved.stale or (show_saved and shown < _MAX_SAVED_LINES):
+            lines += [_saved_line(saved), _stale_marker(saved)] if saved.stale else [_saved_line(saved)]
+            shown += 1
+    if show_saved and len(node.saved) > shown:
+        lines.append(f"… {len(node.saved) - shown} more saved")
+    lines.extend(line_notes)  # from watch_inplace: who saved it, who changed it
+    return _Box(node.id, node.kind, visible(node.label), tuple(lines), sum(1 for s in node.saved if s.stale))
 
 
 def _wrap_list(text: str, width: int, breaks: str = r"(?<=, )|(?<=: )") -> list[str]:
@@ -139,96 +128,36 @@ def _wrap_list(text: str, width: int, breaks: str = r"(?<=, )|(?<=: )") -> list[
 
 
 def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
+    """A group's box: its size, the ops inside (short names: a box per block repeats them), its saved tensors."""
     group = view.group(item)
     per_block = sum(c for _, c in group.counts)
     if group.repetitions > 1:
         head = f"{group.repetitions} × {per_block} nodes"
     else:
         head = f"{group.module_type} · {per_block} nodes" if group.module_type else f"{per_block} nodes"
-    # Short op names ("2 Addmm, Relu"): a box per block repeats them, so they must stay brief.
-    inside = count_text((short_op_name(name), c) for name, c in group.counts)
-    lines = [(head + ":", False)] + [(line, False) for line in _wrap_list(inside, _WRAP)]
+    lines = [head + ":", *_wrap_list(count_text((short_op_name(name), c) for name, c in group.counts), _WRAP)]
     saved = [(view.graph.nodes[m], s) for m in group.members for s in view.graph.nodes[m].saved]
+    stale = [f"{_stale_marker(s)} ({node.name} {s.attribute})" for node, s in saved if s.stale]
     if show_saved and saved:
-        stale = sum(1 for _, s in saved if s.stale)
-        state = "all current" if not stale else f"{stale} stale"
-        lines.append((f"saved: {len(saved)}, {state}", False))
-    stale_count = 0
-    for node, s in saved:
-        if s.stale:
-            lines.append((f"{_stale_marker(s)} ({node.name} {s.attribute})", True))
-            stale_count += 1
-    return _Box(item, "group", group.label, tuple(lines), stale_count)
-
-
-def _boxes(view: CollapsedGraph, items, show_values: bool, show_saved: bool, line_notes) -> dict[int, _Box]:
-    boxes = {}
-    for item in items:
-        if view.is_group(item):
-            boxes[item] = _group_box(view, item, show_saved)
-        else:
-            node = view.graph.nodes[item]
-            boxes[item] = _node_box(node, show_values, show_saved, line_notes.get(node.id, ()))
-    return boxes
-
-
-def _line_notes(tensor) -> dict[int, tuple[str, ...]]:
-    """Node id -> "saved at file:line" / "changed at file:line (op)" texts, when watch_inplace recorded them."""
-    if tensor is None or not recent_watches():
-        return {}
-    notes: dict[int, list[str]] = {}
-    for hazard in inplace_hazards(tensor):
-        texts = notes.setdefault(hazard.node_id, [])
-        if hazard.saved_at is not None:
-            texts.append(f"saved at {hazard.saved_at.place}")
-        for write in hazard.changed_at:
-            place = write.line.place if write.line is not None else "line unknown"
-            texts.append(f"changed at {place} ({op_name(write.op)})")
-    return {node_id: tuple(dict.fromkeys(texts)) for node_id, texts in notes.items()}
-
-
-# ----------------------------------------------------------------------------------------------------
-# Choosing what to draw
-
-
-def _capped(view: CollapsedGraph, max_items: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The ``max_items`` items nearest the output (breadth first), and the kept items with edges cut off."""
-    if len(view.items) <= max_items:
-        return view.items, ()
-    children: dict[int, list[int]] = {}
-    for a, b in view.edges:
-        children.setdefault(a, []).append(b)
-    kept = {view.root: None}
-    queue = [view.root]
-    for v in queue:
-        for c in children.get(v, ()):
-            if c not in kept and len(kept) < max_items:
-                kept[c] = None
-                queue.append(c)
-    for item in view.items:  # anything unreachable from the root (never in an autograd graph)
-        if len(kept) < max_items:
-            kept.setdefault(item, None)
-    cut = tuple(a for a in kept if any(c not in kept for c in children.get(a, ())))
-    return tuple(i for i in view.items if i in kept), cut
+        lines.append(f"saved: {len(saved)}, {f'{len(stale)} stale' if stale else 'all current'}")
+    return _Box(item, "group", group.label, tuple(lines + stale), len(stale))
 
 
 def _choose_view(graph: Graph, tensor, collapse, model, max_nodes: int) -> CollapsedGraph:
+    """``collapse``'s grouping; for None on a big graph, the one leaving fewest boxes, preferring modules."""
     if collapse == "module":
         return collapse_by_module(tensor, model, graph)
-    if collapse == "repeats":
-        view = collapse_repeats(graph)
-        return collapse_repeats(graph, merge_runs=True) if len(view.items) > max_nodes else view
-    if collapse == "none" or len(graph.nodes) <= AUTO_COLLAPSE_ABOVE:
-        return uncollapsed(graph)
-    # collapse=None on a big graph: whichever grouping leaves fewest boxes, preferring modules.
-    if model is not None:
+    big = len(graph.nodes) > AUTO_COLLAPSE_ABOVE
+    if collapse is None and big and model is not None:
         view = collapse_by_module(tensor, model, graph)
         if len(view.items) <= AUTO_COLLAPSE_ABOVE:
             return view
+    if collapse == "none" or (collapse is None and not big):
+        return uncollapsed(graph)
     view = collapse_repeats(graph)
-    if len(view.items) > AUTO_COLLAPSE_ABOVE:
+    if len(view.items) > (max_nodes if collapse == "repeats" else AUTO_COLLAPSE_ABOVE):
         view = collapse_repeats(graph, merge_runs=True)
-    return view if view.groups else uncollapsed(graph)
+    return view if view.groups or collapse == "repeats" else uncollapsed(graph)
 
 
 def _hazard_text(node_name: str, saved) -> str:
@@ -238,6 +167,7 @@ def _hazard_text(node_name: str, saved) -> str:
 
 
 def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int) -> str:
+    """One line: the graph's counts, its groups, what is not drawn, stale and freed saved tensors, values."""
     backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
     output = ", 1 output" if any(n.kind == "output" for n in graph.nodes) else ""
     parts = [
@@ -256,10 +186,8 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         more = f"; … {total_stale - 3} more" if total_stale > 3 else ""
         changed = f"⚠ {plural(total_stale, 'saved tensor')} changed in place (backward() would fail)"
         parts.append(f"{changed}: {listed}{more}")
-    elif graph.unseen:
-        parts.append("no saved tensor that could be read was changed in place")
     else:
-        parts.append("no saved tensor was changed in place")
+        parts.append(f"no saved tensor {'that could be read ' if graph.unseen else ''}was changed in place")
     if graph.unseen:
         parts.append("not checked: " + "; ".join(graph.unseen))
     freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
@@ -267,30 +195,18 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         parts.append(f"{plural(freed, 'saved tensor')} already freed by backward()")
     if show_values:
         shown = [n for n in graph.nodes if n.kind in ("leaf", "output")][:6]
-        values = ", ".join(
-            f"{n.label} = {n.value}" + (f" (grad {n.grad})" if n.grad is not None or n.kind == "leaf" else "")
-            for n in shown
-        )
-        parts.append(f"values: {values}")
+        grads = [f" (grad {n.grad})" if n.grad is not None or n.kind == "leaf" else "" for n in shown]
+        parts.append("values: " + ", ".join(f"{n.label} = {n.value}{grad}" for n, grad in zip(shown, grads)))
     return "; ".join(parts) + "."
 
 
-# ----------------------------------------------------------------------------------------------------
-# The scene
-
-
-def _rounded(left: float, top: float, width: float, height: float, radius: float = 6.0) -> tuple:
-    """A rectangle with rounded corners as a polygon (a quarter circle in 5 points per corner)."""
-    r = min(radius, width / 2, height / 2)
-    corners = (
-        (left + width - r, top + height - r, -90),
-        (left + width - r, top + r, 0),
-        (left + r, top + r, 90),
-        (left + r, top + height - r, 180),
-    )
+def _rounded(left: float, top: float, width: float, height: float) -> tuple:
+    """A rectangle with corners rounded by 6 points as a polygon (a quarter circle in 5 points per corner)."""
+    r = min(6.0, width / 2, height / 2)
+    x0, x1, y0, y1 = left + r, left + width - r, top + r, top + height - r
     return tuple(
         (cx + r * math.cos(math.radians(start + 22.5 * k)), cy - r * math.sin(math.radians(start + 22.5 * k)))
-        for cx, cy, start in corners
+        for cx, cy, start in ((x1, y1, -90), (x1, y0, 0), (x0, y0, 90), (x0, y1, 180))
         for k in range(5)
     )
 
@@ -310,18 +226,15 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> list:
     top = y + PAD_Y
     items.append(Text(x + w / 2, top, box.title, "graph-title", f"label:{box.item}", anchor="middle"))
     line_h = LINE_SPACING * FONT_SIZE
-    run: list[str] = []
-    start = 1
-    for k, (line, warning) in enumerate(box.lines + (("", True),), start=1):
-        if not warning:
-            run.append(line)
-            continue
-        if run:  # consecutive plain lines share one text: far fewer texts on big graphs
-            items.append(Text(x + PAD_X, top + start * line_h, "\n".join(run), "graph-detail", f"detail:{box.item}"))
-            run = []
-        if line:
-            items.append(Text(x + PAD_X, top + k * line_h, line, "graph-warning", f"warning:{box.item}"))
-        start = k + 1
+    k = 1  # the line number of the run's first line (the title is line 0)
+    for warning, run in groupby(box.lines, key=lambda line: line[:1] == _WARNING):
+        run = list(run)
+        if warning:
+            for i, line in enumerate(run):
+                items.append(Text(x + PAD_X, top + (k + i) * line_h, line, "graph-warning", f"warning:{box.item}"))
+        else:  # consecutive plain lines share one text: far fewer texts on big graphs
+            items.append(Text(x + PAD_X, top + k * line_h, "\n".join(run), "graph-detail", f"detail:{box.item}"))
+        k += len(run)
     return items
 
 
@@ -362,28 +275,13 @@ def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, summary:
     return Scene(content_width + 2 * MARGIN, height, tuple(items), STYLES, summary)
 
 
-# ----------------------------------------------------------------------------------------------------
-# Public entry points
-
-
-@dataclass(frozen=True)
-class _Picture:
-    scene: Scene
-    view: CollapsedGraph
-    layout: GraphLayout
-
-
-def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model) -> _Picture:
-    """Check the arguments, read the graph, choose what to draw, place it and plan its scene."""
-    tensor = None
-    if isinstance(t_or_graph, Graph):
-        graph = t_or_graph
-        if names is not None:
-            raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
-    elif isinstance(t_or_graph, torch.Tensor):
-        tensor = t_or_graph
-    else:
+def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model):
+    """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
+    tensor = t_or_graph if isinstance(t_or_graph, torch.Tensor) else None
+    if tensor is None and not isinstance(t_or_graph, Graph):
         raise TypeError(f"t_or_graph must be a torch.Tensor or a Graph, got {describe(t_or_graph)}")
+    if tensor is None and names is not None:
+        raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
     require_bool(show_values, "show_values")
     require_bool(show_saved, "show_saved")
     require_positive_int(max_nodes, "max_nodes")
@@ -397,27 +295,31 @@ def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         raise ValueError("collapse='module' needs model=<the nn.Module that computed the tensor>")
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
+    if names is not None and not isinstance(names, dict):
+        raise TypeError(f"names must be a dict from name to tensor, got {describe(names)}")
+    graph = t_or_graph
     if tensor is not None:
         labels = dict(model.named_parameters()) if model is not None else {}
-        if names is not None:
-            if not isinstance(names, dict):
-                raise TypeError(f"names must be a dict from name to tensor, got {describe(names)}")
-            labels.update(names)
-        graph = autograd_graph(tensor, names=labels or None)
+        graph = autograd_graph(tensor, names={**labels, **(names or {})} or None)
 
     view = _choose_view(graph, tensor, collapse, model, max_nodes)
-    items, cut = _capped(view, max_nodes)
+    items, cut = view.capped(max_nodes)
     drawn = {m for i in items for m in view.members(i)}
     beyond = 0  # stale saved tensors in nodes autograd_graph did not keep (a graph over its max_nodes)
     if graph.truncated and tensor is not None:
         beyond = sum(1 for h in inplace_hazards(tensor) if h.node_id >= len(graph.nodes))
     hidden_stale = beyond + sum(1 for n in graph.nodes if n.id not in drawn for s in n.saved if s.stale)
     summary = _summary(graph, view, items, show_values, beyond)
-    line_notes = _line_notes(tensor)
+    line_notes = watch_notes(tensor) if tensor is not None else {}
     if line_notes:
         notes = "; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items()))
         summary = f"{summary.rstrip('.')}; {notes}."
-    boxes = _boxes(view, items, show_values, show_saved, line_notes)
+    boxes = {
+        i: _group_box(view, i, show_saved)
+        if view.is_group(i)
+        else _node_box(view.graph.nodes[i], show_values, show_saved, line_notes.get(i, ()))
+        for i in items
+    }
     sub = view if len(items) == len(view.items) else view.restricted(items)
     layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
 
@@ -430,7 +332,7 @@ def _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         )
     if hidden_stale:
         messages.append(f"⚠ {plural(hidden_stale, 'stale saved tensor')} in nodes not drawn")
-    return _Picture(_scene(layout, boxes, cut, messages, bool(view.groups), summary), view, layout)
+    return _scene(layout, boxes, cut, messages, bool(view.groups), summary), view, layout
 
 
 def graph_scene(
@@ -442,15 +344,33 @@ def graph_scene(
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
 ) -> Scene:
-    """The picture ``draw_graph`` draws, as a ``Scene`` (plain data; its ``title`` is the one-line summary).
+    """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
-    Same arguments as ``draw_graph`` (no ``ax``). Text ids: ``label:<item>``, ``detail:<item>``,
-    ``warning:<item>``, ``edge-count``, ``legend`` and ``message``.
+    Each box lists its node's saved tensors with their saved and current versions (``saved: result v0 (now v1)``);
+    one changed in place since gets a thick red dashed border and ``⚠ stale: saved v0, now v1``. Big graphs are
+    collapsed and, past ``max_nodes`` boxes, cut off with a message. Text ids: ``label:<item>``, ``detail:<item>``,
+    ``warning:<item>``, ``edge-count``, ``legend``, ``message``.
+
+    Args:
+        t_or_graph: a tensor (its graph is read with ``autograd_graph``) or a ``Graph``.
+        names: dict from name to tensor labelling leaves (``{"x1": x1}``); only with a tensor.
+        show_values: also print the values and ``.grad`` of leaves and the output.
+        show_saved: list saved tensors in each box (stale ones are listed regardless).
+        collapse: ``"none"``, ``"repeats"`` (repeated blocks: residual blocks, unrolled loops), ``"module"`` (a box
+            per submodule of ``model``), or None: only graphs of over ``AUTO_COLLAPSE_ABOVE`` nodes, by module
+            when ``model`` is given, else by repeats.
+        max_nodes: draw at most this many boxes (the ones nearest the output).
+        model: the ``nn.Module`` that computed the tensor; its parameter names label the leaves.
+
+    Returns:
+        The ``Scene``; its ``title`` is the one-line summary of what is drawn.
 
     Raises:
-        TypeError, ValueError: as ``draw_graph``.
+        TypeError: an argument has the wrong type (the message names it).
+        ValueError: ``collapse`` not in ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model or a tensor,
+            ``names`` with a Graph, or ``max_nodes`` < 1.
     """
-    return _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model).scene
+    return _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)[0]
 
 
 def draw_graph(
@@ -463,45 +383,23 @@ def draw_graph(
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
 ):
-    """Draw a backward graph: output at the top, backward nodes, leaves at the bottom, saved tensors.
-
-    Every box lists the tensors its node saved with their saved and current versions
-    (``saved: result v0 (now v1)``); a saved tensor changed in place since gets a thick red dashed
-    border and the text ``⚠ stale: saved v0, now v1``. Big graphs are collapsed (see ``collapse``)
-    and, past ``max_nodes`` boxes, cut off with a message saying how much is not drawn.
-
-    Args:
-        t_or_graph: a tensor (its graph is read with ``autograd_graph``) or a ``Graph``.
-        names: dict from name to tensor labelling leaves (``{"x1": x1}``); only with a tensor.
-        ax: a matplotlib Axes to draw into; None makes a new figure sized to the graph.
-        show_values: also print the values and ``.grad`` of leaves and the output.
-        show_saved: list saved tensors in each box (stale ones are listed regardless).
-        collapse: ``"none"``, ``"repeats"`` (repeated blocks: residual blocks, unrolled loops),
-            ``"module"`` (one box per submodule of ``model``), or None: collapse only graphs of more than
-            ``AUTO_COLLAPSE_ABOVE`` nodes (by module when ``model`` is given, else by repeats).
-        max_nodes: draw at most this many boxes (the ones nearest the output).
-        model: the ``nn.Module`` that computed the tensor, for ``collapse="module"``; its parameter names
-            label the leaves.
+    """Draw ``graph_scene``'s picture with matplotlib, into ``ax`` (an Axes) or, when None, a new figure.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line of text saying what is drawn),
-        ``fig.graph_view`` / ``fig.graph_layout`` (the ``CollapsedGraph`` and ``GraphLayout`` drawn) and
-        ``fig.scene`` (the ``Scene``, see ``graph_scene``).
-        Saving a big uncollapsed graph as SVG is 2-3× faster with text kept as text
-        (``matplotlib.rc_context({"svg.fonttype": "none"})``) than with matplotlib's default outlines.
+        The Figure, with ``fig.summary`` (one line saying what is drawn), ``fig.scene`` (the ``Scene``),
+        ``fig.graph_view`` and ``fig.graph_layout`` (the ``CollapsedGraph`` and ``GraphLayout`` drawn). A big graph
+        saves to SVG 2-3× faster with ``matplotlib.rc_context({"svg.fonttype": "none"})`` (text kept as text).
 
     Raises:
-        TypeError: an argument has the wrong type (the message names it).
-        ValueError: ``collapse`` is not one of ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model
-            or without a tensor, ``names`` with a Graph, or ``max_nodes`` < 1.
+        TypeError, ValueError: as ``graph_scene``, or ``ax`` is not an Axes.
     """
     ax = render_mpl.require_axes(ax)
-    picture = _picture(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)
-    fig = render_mpl.render(picture.scene, ax=ax)
-    fig.summary = picture.scene.title
-    fig.graph_view = picture.view
-    fig.graph_layout = picture.layout
-    fig.scene = picture.scene
+    scene, view, layout = _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)
+    fig = render_mpl.render(scene, ax=ax)
+    fig.summary = scene.title
+    fig.scene = scene
+    fig.graph_view = view
+    fig.graph_layout = layout
     return fig
 
 
@@ -514,14 +412,9 @@ def graph_svg(
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
 ) -> str:
-    """The picture ``draw_graph`` draws, written straight to an SVG document (a str), without matplotlib.
+    """``graph_scene``'s picture as an SVG document (a str), its summary the ``<title>``, without matplotlib.
 
-    Same arguments as ``draw_graph`` (no ``ax``), same boxes, edges, texts and ids; the one-line
-    summary is the SVG's ``<title>``. Use it to save or embed a graph quickly: a 1,000-node graph takes
-    a fraction of a second, where ``savefig(format="svg")`` takes seconds. Display it in Jupyter with
-    ``IPython.display.SVG(tl.graph_svg(y))``.
-
-    Raises:
-        TypeError, ValueError: as ``draw_graph``.
+    A 1,000-node graph takes a fraction of a second (``savefig(format="svg")`` takes seconds). Show it in Jupyter
+    with ``IPython.display.SVG(tl.graph_svg(y))``. Raises as ``graph_scene``.
     """
     return render_svg.svg(graph_scene(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model))

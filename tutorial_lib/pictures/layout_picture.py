@@ -1,56 +1,40 @@
 """Pictures of where tensors' elements live: a strip of storage cells, and one row per tensor below it.
 
-A picture is planned as plain data first (``layout_picture``): which storage cells are shown, which
-elements read each cell, where one step along each dimension lands, and a one-line summary. The plan is
-built only from the model layer (``layout``, ``Layout.index_of``, ``same_storage``, ``shares_memory``,
-``storage_values_text``); ``layout_scene`` turns it into a ``Scene``, which ``draw_layout`` renders with
-matplotlib and ``picture_svg`` as SVG. Tests compare the plan, and the scene drawn from it, with torch's own
-indexing.
-
-matplotlib is imported only when a picture is drawn, so importing this module stays cheap.
+``layout_picture`` plans a picture as data, from the model layer only (``layout``, ``same_storage``,
+``compare_reads``, ``storage_values_text``): the cells shown, the elements reading each, one step along each
+dimension and a one-line summary. ``layout_scene`` places it as a ``Scene``, which ``draw_layout`` renders with
+matplotlib and ``picture_svg`` as SVG. matplotlib is imported only when a picture is drawn.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
-from ..common.checks import describe, require_bool, require_positive_int, require_tensor
+from ..common.checks import describe, require_bool, require_int, require_tensor
 from ..common.text import dtype_name, plural, tuple_text
 from ..facts.storage import Layout, compare_reads, layout, same_storage, shares_memory, storage_values_text
 from .render_mpl import render, require_axes
 from .render_svg import svg
 from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width
 
-#: How many elements (row-major) of each tensor are listed by ``layout`` for a picture. Cells read only
-#: by elements past the listing are drawn as "?" (not checked), never guessed.
-MAX_LISTED = 16_384
-#: For a tensor longer than ``MAX_LISTED``, also this many of its last elements are looked up (with
-#: ``Layout.positions_at``), so the end of a big tensor's region is drawn exactly too.
-TAIL_LISTED = 1_024
-#: The fewest cells ``max_cells`` may ask for (fewer cannot show a start, an end and an elision).
-MIN_CELLS = 8
-#: The most cells ``max_cells`` may draw per strip: a larger request is capped here (the summary says so),
-#: because every cell costs drawing time and 0.34 inch of figure width.
-MAX_CELLS = 512
-#: Width of a "… N cells not shown …" marker, in cells.
-GAP_UNITS = 4
-#: At most this many separate windows onto one big storage (around starts and ends of the tensors).
-MAX_WINDOWS = 4
+MAX_LISTED = 16_384  # elements (row-major) ``layout`` lists per tensor: cells read only by others are drawn "?"
+TAIL_LISTED = 1_024  # a longer tensor's last elements looked up too, so its region's end is exact
+MIN_CELLS = 8  # the fewest cells max_cells may ask for: a start, an end and an elision
+MAX_CELLS = 512  # larger max_cells are capped here (the summary says so): each cell costs time and 0.34 inch
+GAP_UNITS = 4  # width of a "… N cells not shown …" marker, in cells
+MAX_WINDOWS = 4  # at most this many windows onto one big storage (around the tensors' starts and ends)
 
 
 @dataclass(frozen=True)
 class PictureCell:
-    """One drawn cell: a storage cell (``row == "storage"``) or one element slot of a tensor's row.
+    """One drawn cell: a storage cell (``row == "storage"``, ``state == "value"``) or one slot of a tensor's row.
 
-    ``index`` counts in the row's own dtype (for the storage row: the strip's dtype), so a uint8 view
-    of float32 storage has four slots per storage cell; ``byte_start``/``nbytes`` place it in bytes.
-    ``state`` is ``"value"`` (storage cell), ``"read"``, ``"unread"`` or ``"unknown"`` (the tensor is
-    too big to list every element, and no listed element reads this cell). ``positions`` are the
-    row-major positions of the listed elements that read the cell; ``count_exact`` is False when more
-    unlisted elements may read it too.
+    ``index`` counts in the row's own dtype; ``byte_start``/``nbytes`` place it in bytes. ``state`` is ``"read"``,
+    ``"unread"`` or ``"unknown"`` (no listed element reads it, unlisted ones may); ``positions`` are the row-major
+    positions of the listed elements reading it, and ``count_exact`` is False when unlisted ones may read it too.
     """
 
     strip: int
@@ -62,6 +46,11 @@ class PictureCell:
     positions: tuple[int, ...]
     count_exact: bool
     text: str
+
+    @property
+    def repeated(self) -> bool:
+        """Whether more than one element reads the cell (or may: the count is not exact)."""
+        return self.state == "read" and (len(self.positions) > 1 or not self.count_exact)
 
 
 @dataclass(frozen=True)
@@ -79,29 +68,22 @@ class PictureStep:
 
 @dataclass(frozen=True)
 class PictureRow:
-    """One tensor (or ``Layout``) in a picture."""
+    """One tensor (or ``Layout``) in a picture, with the label drawn above it."""
 
     strip: int
     name: str
-    label: str  # drawn above the row: shape, stride, offset, dtype
-    description: str  # its part of the summary
+    label: str
     layout: Layout
 
 
 @dataclass(frozen=True)
 class PictureStrip:
-    """One storage, drawn as a strip of cells, with the rows of the tensors that use it.
-
-    ``pieces`` lists, left to right, ``("cells", byte_start, byte_stop)`` windows that are drawn and
-    ``("gap", byte_start, byte_stop)`` stretches replaced by a "… N cells not shown …" marker.
-    """
+    """One storage with the rows over it; ``pieces`` are its drawn ``("cells", ...)`` and elided ``("gap", ...)``
+    stretches of bytes ``(kind, start, stop)``, left to right; ``unit_bytes`` is the narrowest drawn cell."""
 
     index: int
-    dtype: torch.dtype
     itemsize: int
-    unit_bytes: int  # bytes per narrowest drawn cell (the gcd of the rows' itemsizes)
-    storage_numel: int
-    storage_nbytes: int
+    unit_bytes: int
     pieces: tuple[tuple[str, int, int], ...]
     rows: tuple[str, ...]
     description: str
@@ -151,195 +133,133 @@ def _row_names(names, count: int) -> list[str]:
 
 @dataclass
 class _Member:
+    """One row to draw: its name, its tensor (None for a ``Layout``) and its layout."""
+
     name: str
     tensor: torch.Tensor | None
     layout: Layout
 
 
-def _collect(tensors, names) -> list[_Member]:
+def _member(t, name: str, i: int) -> _Member:
+    """``tensors[i]`` checked, as a row named ``name``."""
+    if isinstance(t, Layout):
+        return _Member(name, None, t)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"tensors[{i}] must be a torch.Tensor or a Layout, got {describe(t)}")
+    tensor = require_tensor(t, f"tensors[{i}]")
+    if tensor.is_nested:
+        raise ValueError(f"tensors[{i}] is a nested tensor: its parts have no single storage to draw")
+    return _Member(name, tensor, layout(tensor, max_elements=MAX_LISTED))
+
+
+def _same_strip(anchor: _Member, member: _Member) -> bool:
+    """Tensors share a strip by ``same_storage``; a Layout, which records no storage, by storage size."""
+    if member.tensor is None:
+        return anchor.layout.storage_nbytes == member.layout.storage_nbytes
+    return anchor.tensor is not None and same_storage(anchor.tensor, member.tensor)
+
+
+def _group(tensors, names) -> list[list[_Member]]:
+    """The tensors checked and grouped per storage, each group in the order given (the summary names the rule)."""
     if not tensors:
         raise ValueError("tensors is empty: give at least one tensor, e.g. draw_layout(x, x.t())")
-    members = []
-    for i, (t, name) in enumerate(zip(tensors, names)):
-        if isinstance(t, Layout):
-            members.append(_Member(name, None, t))
-            continue
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"tensors[{i}] must be a torch.Tensor or a Layout, got {describe(t)}")
-        tensor = require_tensor(t, f"tensors[{i}]")
-        if tensor.is_nested:
-            raise ValueError(f"tensors[{i}] is a nested tensor: its parts have no single storage to draw")
-        members.append(_Member(name, tensor, layout(tensor, max_elements=MAX_LISTED)))
-    return members
-
-
-def _group(members: list[_Member]) -> list[list[_Member]]:
-    """Members per storage: tensors by ``same_storage``; a Layout joins the first strip of its byte size.
-
-    A Layout records no storage identity, so the only rule available for it is "the same storage size";
-    the summary says so whenever a strip was grouped that way.
-    """
+    members = [_member(t, name, i) for i, (t, name) in enumerate(zip(tensors, names))]
     strips: list[list[_Member]] = []
     for member in members:
-        home = None
-        for strip in strips:
-            anchor = strip[0]
-            if member.tensor is not None and anchor.tensor is not None:
-                if same_storage(anchor.tensor, member.tensor):
-                    home = strip
-            elif member.tensor is None and anchor.layout.storage_nbytes == member.layout.storage_nbytes:
-                home = strip
-            if home is not None:
-                break
-        if home is None:
-            strips.append([member])
-        else:
-            home.append(member)
+        home = next((strip for strip in strips if _same_strip(strip[0], member)), [])
+        if not home:
+            strips.append(home)
+        home.append(member)
     return strips
 
 
 def _align_down(value: int, step: int) -> int:
+    """``value`` rounded down to a multiple of ``step``."""
     return value // step * step
 
 
 def _align_up(value: int, step: int) -> int:
+    """``value`` rounded up to a multiple of ``step``."""
     return -(-value // step) * step
 
 
-def _byte_extent(lay: Layout) -> tuple[int, int] | None:
-    """The bytes [start, stop) between a layout's lowest and highest element (None if empty)."""
-    span = lay.index_range
-    if span is None:
-        return None
-    return span[0] * lay.itemsize, (span[1] + 1) * lay.itemsize
-
-
-def _windows(members: list[_Member], total: int, budget: int, align: int, unit: int) -> list[tuple[int, int]]:
-    """The byte windows of a storage to draw: all of it if it fits, else windows around the rows' reach."""
-    if total <= budget:
-        return [(0, total)]
-    extents = [e for e in (_byte_extent(m.layout) for m in members) if e is not None]
-    if not extents:
-        return [(0, budget)]
-    low, high = min(e[0] for e in extents), max(e[1] for e in extents)
-    if high - low <= budget:
+def _pieces(members: list[_Member], total: int, budget: int, align: int, unit: int) -> tuple[tuple[str, int, int], ...]:
+    """A storage's bytes as drawn ``cells`` windows (all of it if it fits, else around the rows' reach) and ``gap``s."""
+    extents = [m.layout.byte_range for m in members if m.layout.numel]
+    low, high = min((e[0] for e in extents), default=0), max((e[1] for e in extents), default=0)
+    if total <= budget or not extents:
+        spans = [(0, min(total, budget))]
+    elif high - low <= budget:
         start = _align_down(low - (budget - (high - low)) // 2, align)
         start = max(0, min(start, _align_down(total - budget, align)))
-        return [(start, min(start + budget, total))]
-    # Too wide: show where the reads start and end, the overall ones first, then each row's own.
-    anchors: list[tuple[str, int]] = [("start", low), ("end", high)]
-    for start, stop in extents:
-        anchors += [("start", start), ("end", stop)]
-    unique = list(dict.fromkeys(anchors))
-    for count in range(min(len(unique), MAX_WINDOWS), 0, -1):
-        width = _align_down(budget // count, align)
-        if width >= 4 * align or count == 1:
-            break
-    width = max(width, align)
-    context = min(_align_down(width // 4, align), 2 * align)
-    spans = []
-    for kind, at in unique[:count]:
-        begin = _align_down(at, align) - context if kind == "start" else _align_up(at, align) + context - width
-        begin = max(0, min(begin, _align_down(total - width, align)))
-        spans.append((begin, min(begin + width, total)))
-    spans.sort()
-    merged = [spans[0]]
-    for begin, end in spans[1:]:
-        # Joining windows with a small gap shows those cells instead of a marker as wide as they are.
-        if begin <= merged[-1][1] + GAP_UNITS * unit:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((begin, end))
-    return merged
-
-
-def _pieces(windows: list[tuple[int, int]], total: int) -> tuple[tuple[str, int, int], ...]:
-    pieces = []
-    cursor = 0
-    for begin, end in windows:
-        if begin > cursor:
+        spans = [(start, min(start + budget, total))]
+    else:
+        # Too wide: show where the reads start and end, the overall ones first, then each row's own.
+        anchors = [("start", low), ("end", high)]
+        for start, stop in extents:
+            anchors += [("start", start), ("end", stop)]
+        unique = list(dict.fromkeys(anchors))
+        # As many windows as each still show 4 cells (at least one window).
+        count = next((n for n in range(min(len(unique), MAX_WINDOWS), 1, -1) if budget // n >= 4 * align), 1)
+        width = max(_align_down(budget // count, align), align)
+        context = min(_align_down(width // 4, align), 2 * align)
+        spans = []
+        for kind, at in unique[:count]:
+            begin = _align_down(at, align) - context if kind == "start" else _align_up(at, align) + context - width
+            begin = max(0, min(begin, _align_down(total - width, align)))
+            spans.append((begin, min(begin + width, total)))
+    pieces: list[tuple[str, int, int]] = []
+    cursor = 0  # the end of the last window
+    for begin, end in sorted(spans):
+        if pieces and begin <= cursor + GAP_UNITS * unit:
+            # Joining windows with a small gap shows those cells instead of a marker as wide as they are.
+            begin = pieces.pop()[1]
+        elif begin > cursor:
             pieces.append(("gap", cursor, begin))
-        pieces.append(("cells", begin, end))
-        cursor = end
+        cursor = max(cursor, end)
+        pieces.append(("cells", begin, cursor))
     if cursor < total:
         pieces.append(("gap", cursor, total))
     return tuple(pieces)
 
 
-def _slots(pieces, itemsize: int):
-    """Storage indices (in elements of ``itemsize`` bytes) whose bytes lie wholly in a drawn window."""
-    for kind, begin, end in pieces:
-        if kind == "cells":
-            yield from range(_align_up(begin, itemsize) // itemsize, end // itemsize)
+def _slots(pieces, itemsize: int) -> list[range]:
+    """Per drawn window, the storage indices (in elements of ``itemsize`` bytes) whose bytes lie wholly in it."""
+    return [
+        range(_align_up(start, itemsize) // itemsize, stop // itemsize)
+        for kind, start, stop in pieces
+        if kind == "cells"
+    ]
 
 
-def _row_cells(strip_no: int, member: _Member, pieces) -> list[PictureCell]:
+def _row_plan(strip_no: int, member: _Member, pieces) -> tuple[list[PictureCell], list[PictureStep]]:
+    """A row's drawn cells, and one step per dimension longer than 1 from element 0's cell."""
     lay = member.layout
-    size = lay.itemsize
-    slots = list(_slots(pieces, size))
+    slots = [index for window in _slots(pieces, lay.itemsize) for index in window]
     found = lay.positions_at(slots, tail=TAIL_LISTED)
     span = lay.index_range
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
     complete = not lay.indices_truncated
-    at_most_once = lay.has_internal_overlap is False
+    exact = complete or lay.has_internal_overlap is False
+    size = lay.itemsize
     cells = []
     for index in slots:
         positions = tuple(found.get(index, ()))
-        inside = span is not None and span[0] <= index <= span[1]
         if positions:
-            exact = complete or at_most_once
-            if exact:
-                text = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
-            else:
-                text = f"×{len(positions)}+"
-            state = "read"
-        elif inside and not complete:
-            state, text, exact = "unknown", "?", False
+            state, count_exact = "read", exact
+            text = str(positions[0]) if exact and len(positions) == 1 else f"×{len(positions)}" + ("" if exact else "+")
+        elif not complete and span is not None and span[0] <= index <= span[1]:
+            state, text, count_exact = "unknown", "?", False
         else:
-            state, text, exact = "unread", "", True
-        cells.append(PictureCell(strip_no, member.name, index, index * size, size, state, positions, exact, text))
-    return cells
-
-
-def _steps(strip_no: int, member: _Member, visible: set[int]) -> list[PictureStep]:
-    """One step per dimension longer than 1, from element 0's cell (a dimension of size 1 is never stepped)."""
-    stride = member.layout.stride
-    return [
-        PictureStep(strip_no, member.name, dim, stride[dim], origin, target, origin in visible and target in visible)
-        for dim, origin, target in member.layout.step_targets()
+            state, text, count_exact = "unread", "", True
+        cells.append(PictureCell(strip_no, member.name, index, index * size, size, state, positions, count_exact, text))
+    shown = set(slots)
+    steps = [
+        PictureStep(strip_no, member.name, dim, lay.stride[dim], origin, target, origin in shown and target in shown)
+        for dim, origin, target in lay.step_targets()
     ]
-
-
-def _row_label(member: _Member) -> str:
-    lay = member.layout
-    contiguous = "contiguous" if lay.is_contiguous else "not contiguous"
-    return (
-        f"{member.name}: shape {tuple_text(lay.shape)}  stride {tuple_text(lay.stride)}  "
-        f"offset {lay.storage_offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
-    )
-
-
-def _span_text(lay: Layout, in_bytes: bool) -> str:
-    low, high = lay.index_range
-    if in_bytes:
-        first, last = low * lay.itemsize, (high + 1) * lay.itemsize - 1
-        return f"bytes {first:,}–{last:,}"
-    return f"cell {low:,}" if low == high else f"cells {low:,}–{high:,}"
-
-
-def _reads_text(lay: Layout, in_bytes: bool) -> str:
-    if lay.numel == 0:
-        return "reads nothing (no elements)"
-    span = _span_text(lay, in_bytes)
-    if lay.is_contiguous:
-        return f"reads {span} (contiguous)"
-    if lay.indices_truncated:
-        return f"reads {lay.numel:,} elements within {span}"
-    distinct = len(set(lay.element_indices))
-    if distinct == lay.numel:
-        return f"reads {lay.numel:,} elements within {span}, not contiguously"
-    return f"reads {distinct:,} cells within {span.removeprefix('cells ')}, {_repeat_text(lay)}"
+    return cells, steps
 
 
 def _repeat_text(lay: Layout) -> str:
@@ -348,6 +268,25 @@ def _repeat_text(lay: Layout) -> str:
     often = f"each {high} times" if low == high else f"{low} to {high} times each"
     zero = any(step == 0 and size > 1 for size, step in zip(lay.shape, lay.stride))
     return often + (" (stride 0 repeats them)" if zero else "")
+
+
+def _reads_text(lay: Layout, in_bytes: bool) -> str:
+    """Which cells (or bytes) a layout reads and how, e.g. 'reads cells 0–11 (contiguous)'."""
+    if lay.numel == 0:
+        return "reads nothing (no elements)"
+    low, high = lay.index_range
+    if in_bytes:
+        span = f"bytes {lay.byte_range[0]:,}–{lay.byte_range[1] - 1:,}"
+    else:
+        span = f"cell {low:,}" if low == high else f"cells {low:,}–{high:,}"
+    if lay.is_contiguous:
+        return f"reads {span} (contiguous)"
+    if lay.indices_truncated:
+        return f"reads {lay.numel:,} elements within {span}"
+    distinct = len(set(lay.element_indices))
+    if distinct == lay.numel:
+        return f"reads {lay.numel:,} elements within {span}, not contiguously"
+    return f"reads {distinct:,} cells within {span.removeprefix('cells ')}, {_repeat_text(lay)}"
 
 
 def _relation(member: _Member, first: _Member) -> str | None:
@@ -381,47 +320,55 @@ def _relation(member: _Member, first: _Member) -> str | None:
     return f"{common:,} of them also read by {name}"
 
 
-def _row_description(member: _Member, first: _Member | None, strip_itemsize: int, strip_dtype) -> str:
+def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
+    """A row's label (drawn above it) and its part of the summary; ``first`` is its strip's first row."""
     lay = member.layout
-    in_bytes = lay.itemsize != strip_itemsize
-    head = f"{member.name}: shape {tuple_text(lay.shape)} stride {tuple_text(lay.stride)} offset {lay.storage_offset}"
-    if lay.dtype != strip_dtype:
+    shape, stride, offset = tuple_text(lay.shape), tuple_text(lay.stride), lay.storage_offset
+    contiguous = "contiguous" if lay.is_contiguous else "not contiguous"
+    label = (
+        f"{member.name}: shape {shape}  stride {stride}  offset {offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
+    )
+    head = f"{member.name}: shape {shape} stride {stride} offset {offset}"
+    if lay.dtype != first.layout.dtype:
         head += f" as {dtype_name(lay.dtype)} ({plural(lay.itemsize, 'byte')} each)"
-    relation = _relation(member, first) if first is not None else None
+    relation = _relation(member, first) if member is not first else None
     if relation is not None and relation.startswith("reads the same"):
-        return f"{head} {relation}"
-    reads = _reads_text(lay, in_bytes)
-    return f"{head} {reads}" + (f", {relation}" if relation else "")
+        return label, f"{head} {relation}"
+    reads = _reads_text(lay, lay.itemsize != first.layout.itemsize)
+    return label, f"{head} {reads}" + (f", {relation}" if relation else "")
 
 
-def _shown_text(pieces, itemsize: int) -> str:
-    parts = []
-    for kind, begin, end in pieces:
-        if kind == "cells":
-            first, last = _align_up(begin, itemsize) // itemsize, end // itemsize - 1
-            parts.append(f"{first:,}–{last:,}")
-    return "cells " + " and ".join(parts) + " shown"
+def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Member, pieces, slots) -> str:
+    """A strip's title: its storage's size, the cells shown, and how it relates to the first strip."""
+    lay = group[0].layout
+    description = (
+        f"storage of {lay.storage_nbytes // lay.itemsize:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
+    )
+    if any(kind == "gap" for kind, _, _ in pieces):
+        description += f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
+    if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
+        description += " (a Layout does not say which storage it is over: drawn apart)"
+    elif strip_no > 0:
+        description += f", separate from {first_of_all.name}'s (not shared)"
+    if len(group) > 1 and any(m.tensor is None for m in group):
+        description += " (Layouts drawn on one strip because their storage sizes match)"
+    return description
 
 
 def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool = True) -> LayoutPicture:
     """Plan a layout picture as data: the cells, element numbers, strides and summary ``draw_layout`` draws.
 
-    Tensors over one storage share one strip (``same_storage``); a tensor with a storage of its own gets
-    a separate strip, and the summary says so. A storage longer than ``max_cells`` cells is shown as
-    windows around where the tensors start and end, with "… N cells not shown …" between them.
-    When the tensors' itemsizes differ (a ``view(torch.uint8)`` of float32 storage), cells are drawn
-    per byte-width of the smallest itemsize, so byte extents line up across rows.
-
     Args:
-        *tensors: strided tensors, or ``Layout`` objects (drawn without values; a Layout does not say
-            which storage it is over, so Layouts with the same storage size share a strip).
+        *tensors: strided tensors (any dtype; values are read only from the drawn cells), or ``Layout`` objects
+            (drawn without values; a Layout does not say which storage it is over, so Layouts with the same
+            storage size share a strip).
         names: one display name per tensor, e.g. ``["a", "a.t()"]``; default ``t0``, ``t1``, ...
         max_cells: draw at most this many of the narrowest cells per storage (at least 8; more than
             ``MAX_CELLS`` = 512 is capped there, and the summary says so).
         show_values: write each storage cell's value in it (read from the first tensor's storage).
 
     Returns:
-        A frozen ``LayoutPicture`` (strips, rows, cells, steps, summary).
+        A frozen ``LayoutPicture`` (strips, rows, cells, steps, summary, notes).
 
     Raises:
         TypeError: an argument has the wrong type (the message names it).
@@ -429,17 +376,10 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
             Layouts only (a Layout holds no values).
     """
     names = _row_names(names, len(tensors))
-    require_positive_int(max_cells, "max_cells")
-    if max_cells < MIN_CELLS:
-        raise ValueError(f"max_cells must be at least {MIN_CELLS}, got {max_cells}")
+    require_int(max_cells, "max_cells", MIN_CELLS)
     require_bool(show_values, "show_values")
-    asked_cells = max_cells
-    max_cells = min(max_cells, MAX_CELLS)
-    members = _collect(tensors, names)
-    groups = _group(members)
-
+    groups = _group(tensors, names)
     strips, rows, cells, steps, summary_parts = [], [], [], [], []
-    any_unknown = any_repeat = any_unread = False
     for strip_no, group in enumerate(groups):
         first = group[0]
         holder = next((m for m in group if m.tensor is not None), None)
@@ -450,90 +390,57 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
             )
         dtype, itemsize = first.layout.dtype, first.layout.itemsize
         sizes = [m.layout.itemsize for m in group]
-        unit = math.gcd(*sizes)
-        align = math.lcm(*sizes)
-        nbytes = first.layout.storage_nbytes
-        total = _align_down(nbytes, align)
-        budget = max(align, _align_down(max_cells * unit, align))
-        pieces = _pieces(_windows(group, total, budget, align, unit), total)
+        unit, align = math.gcd(*sizes), math.lcm(*sizes)
+        budget = max(align, _align_down(min(max_cells, MAX_CELLS) * unit, align))
+        pieces = _pieces(group, _align_down(first.layout.storage_nbytes, align), budget, align, unit)
+        windows = _slots(pieces, itemsize)
+        description = _strip_description(strip_no, group, groups[0][0], pieces, windows)
+        strips.append(PictureStrip(strip_no, itemsize, unit, pieces, tuple(m.name for m in group), description))
 
-        numel = nbytes // itemsize
-        description = f"storage of {numel:,} {dtype_name(dtype)} ({nbytes:,} bytes)"
-        if any(kind == "gap" for kind, _, _ in pieces):
-            description += f", {_shown_text(pieces, itemsize)}"
-        if strip_no > 0 and (first.tensor is None or groups[0][0].tensor is None):
-            description += " (a Layout does not say which storage it is over: drawn apart)"
-        elif strip_no > 0:
-            description = f"{description}, separate from {groups[0][0].name}'s (not shared)"
-        if len(group) > 1 and any(m.tensor is None for m in group):
-            description += " (Layouts drawn on one strip because their storage sizes match)"
-        row_names = tuple(m.name for m in group)
-        strips.append(PictureStrip(strip_no, dtype, itemsize, unit, numel, nbytes, pieces, row_names, description))
-
-        storage_slots = list(_slots(pieces, itemsize))
-        values: dict[int, str] = {}
-        if show_values and holder is not None and storage_slots:
-            source = holder.tensor
-            if holder.layout.dtype != dtype:
-                # Read the raw storage as the strip's dtype (a view(dtype) of the tensor may not exist).
-                source = torch.empty(0, dtype=dtype, device=source.device).set_(source.untyped_storage())
-            for kind, begin, end in pieces:
-                if kind == "cells":
-                    lo, hi = _align_up(begin, itemsize) // itemsize, end // itemsize
-                    values.update(zip(range(lo, hi), storage_values_text(source, lo, hi, max_cells=hi - lo or 1)))
-        for index in storage_slots:
-            text = values.get(index, "")
-            cells.append(PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text))
+        for window in windows:
+            texts = ("",) * len(window)
+            if show_values:  # the raw storage read as the strip's dtype (a view(dtype) of the tensor may not exist)
+                texts = storage_values_text(holder.tensor, window.start, window.stop, len(window) or 1, dtype)
+            for index, text in zip(window, texts):
+                cells.append(
+                    PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text)
+                )
 
         row_parts = []
         for member in group:
-            row_cells = _row_cells(strip_no, member, pieces)
-            cells.extend(row_cells)
-            any_unknown |= any(c.state == "unknown" for c in row_cells)
-            any_repeat |= any(len(c.positions) > 1 or not c.count_exact for c in row_cells if c.state == "read")
-            any_unread |= any(c.state == "unread" for c in row_cells)
-            steps.extend(_steps(strip_no, member, set(_slots(pieces, member.layout.itemsize))))
-            text = _row_description(member, first if member is not first else None, itemsize, dtype)
+            row_cells, row_steps = _row_plan(strip_no, member, pieces)
+            cells += row_cells
+            steps += row_steps
+            label, text = _row_texts(member, first)
             row_parts.append(text)
-            rows.append(PictureRow(strip_no, member.name, _row_label(member), text, member.layout))
+            rows.append(PictureRow(strip_no, member.name, label, member.layout))
         summary_parts.append("; ".join([description, *row_parts]))
 
+    states = {cell.state for cell in cells}
     notes = ["numbers: each element's row-major position"]
-    if any_repeat:
+    if any(cell.repeated for cell in cells):
         notes.append("×n (hatched): cell read by n elements (n+ : at least n)")
-    if any_unread:
+    if "unread" in states:
         notes.append("dotted: not read")
-    if any_unknown:
-        notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
     summary = "; ".join(summary_parts)
-    if any_unknown:
+    if "unknown" in states:
+        notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
         summary += f"; cells marked ? were not checked (tensors longer than {MAX_LISTED:,} elements)"
-    if asked_cells > max_cells:
-        summary += f"; max_cells={asked_cells:,} was capped at {MAX_CELLS:,} cells per storage"
+    if max_cells > MAX_CELLS:
+        summary += f"; max_cells={max_cells:,} was capped at {MAX_CELLS:,} cells per storage"
     return LayoutPicture(tuple(strips), tuple(rows), tuple(cells), tuple(steps), summary, tuple(notes))
 
 
 def layout_summary(*tensors, names=None, max_cells: int = 64) -> str:
-    """The one-line text summary of ``draw_layout(*tensors, ...)`` without drawing anything.
+    """The one-line text summary of ``draw_layout(*tensors, ...)`` (its ``fig.summary``), without drawing anything.
 
-    Args:
-        *tensors: as for ``draw_layout``.
-        names: as for ``draw_layout``.
-        max_cells: as for ``draw_layout`` (it decides which cells the summary says are shown).
-
-    Returns:
-        The same string ``draw_layout`` attaches as ``fig.summary``.
-
-    Raises:
-        TypeError, ValueError: as ``layout_picture``.
+    Args and Raises: as ``layout_picture`` (``max_cells`` decides which cells the summary says are shown).
     """
     return layout_picture(*tensors, names=names, max_cells=max_cells, show_values=False).summary
 
 
-# ---------------------------------------------------------------------------------------------- drawing
-#
-# ``_geometry`` places everything in cells across and layout units down (a row of cells is one unit tall);
-# ``layout_scene`` converts that once to points and emits one scene item per rectangle, text, tick and arrow.
+# Drawing: ``layout_scene`` places everything in cells across and layout units down (a row of cells is one unit
+# tall), converted to points by ``_px``/``_py``, and emits one scene item per rectangle, text, tick and arrow.
 
 CELL_PT = 0.34 * 72  # points per cell across
 ROW_PT = 0.34 * 72  # points per layout unit down
@@ -599,92 +506,35 @@ STYLES = {
 }
 
 
-@dataclass
-class _Geometry:
-    """Where ``_geometry`` put everything: x in cells, y in layout units (down)."""
-
-    width: float  # in cells
-    height: float  # in layout units
-    x_of: list  # per strip: function byte -> x (None if the byte is elided)
-    gaps: list  # per strip: [(x0, x1, hidden cells)]
-    header_y: list  # per strip: baseline of its description
-    strip_y: list  # per strip: top of the storage row
-    row_y: dict  # row name -> top of its cells
-    lanes: dict  # (row name, dim) -> y of its step arrow
-    arrows: dict  # (row name, dim) -> (x start, x end or None, label); None: the row's start is elided
-    label_x: dict  # row name -> x where its step labels start (right of all its arrows)
-    index_rotated: list  # per strip: whether the storage index labels are turned upright
-    legend_y: float
-
-
 def _cells_wide(text: str, style: str) -> float:
     """How many cells wide ``text`` is in ``style`` (measured by ``scene.text_width``)."""
     look = STYLES[style]
     return text_width(text, look.family, look.size, look.weight) / CELL_PT
 
 
-def _geometry(picture: LayoutPicture) -> _Geometry:
-    """Where every strip, row, gap, arrow and label goes, in cells across and layout units down."""
-    x_of, gaps, header_y, strip_y, index_rotated = [], [], [], [], []
-    row_y, lanes, arrows, label_x = {}, {}, {}, {}
-    width = 0.0
-    y = TOP_MARGIN
-    steps_by_row: dict[str, list[PictureStep]] = {}
-    for step in picture.steps:
-        steps_by_row.setdefault(step.row, []).append(step)
-    labels = {row.name: row.label for row in picture.rows}
-    itemsizes = {row.name: row.layout.itemsize for row in picture.rows}
-    for strip in picture.strips:
-        unit = strip.unit_bytes
-        starts, cursor, strip_gaps = [], 0.0, []
-        for kind, begin, end in strip.pieces:
-            if kind == "cells":
-                starts.append((begin, end, cursor))
-                cursor += (end - begin) / unit
-            else:
-                strip_gaps.append((cursor, cursor + GAP_UNITS, (end - begin) // strip.itemsize))
-                cursor += GAP_UNITS
+def _fit(text: str, cells_wide: float, style: str) -> float | None:
+    """The font size at which ``text`` fits a cell ``cells_wide`` cells wide; None: the style's own fits."""
+    room, wide = cells_wide * FIT_ROOM, _cells_wide(text, style)
+    if not text or wide <= room:
+        return None
+    return max(MIN_FONT_PT, STYLES[style].size * room / wide)
 
-        def x_at(byte, starts=starts, unit=unit):
-            for begin, end, x0 in starts:
-                if begin <= byte <= end:
-                    return x0 + (byte - begin) / unit
-            return None
 
-        x_of.append(x_at)
-        gaps.append(strip_gaps)
-        width = max(width, cursor, _cells_wide(strip.description, "strip-title"))
-        last_index = max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == "cells")
-        rotated = _cells_wide(f"{last_index:,}", "index") > strip.itemsize / unit * TURN_INDICES_AT
-        index_rotated.append(rotated)
-        y += TITLE_HEIGHT
-        header_y.append(y - TITLE_RAISE)
-        y += INDEX_GAP + (TURNED_CHAR * len(f"{last_index:,}") + TURNED_PAD if rotated else INDEX_HEIGHT)
-        strip_y.append(y)
-        y += CELL_HEIGHT
-        for name in strip.rows:
-            width = max(width, _cells_wide(labels[name], "label"))
-            y += LABEL_HEIGHT
-            row_y[name] = y
-            y += CELL_HEIGHT
-            # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
-            right = None
-            for step in sorted(steps_by_row.get(name, []), key=lambda s: abs(s.to_index - s.from_index)):
-                y += LANE_HEIGHT
-                lanes[(name, step.dim)] = y
-                arrow = _arrow(step, strip, itemsizes[name], x_at)
-                arrows[(name, step.dim)] = arrow
-                if arrow is not None:
-                    right = max(right or 0.0, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
-                    width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
-            # Labels in one column right of every arrow of the row: no tick line crosses a label.
-            label_x[name] = (right or 0.0) + LABEL_PAD
-            y += ROW_PAD
-        y += STRIP_GAP
-    width = max(width, _cells_wide(" · ".join(picture.notes), "legend"))
-    return _Geometry(
-        width, y + LEGEND_HEIGHT, x_of, gaps, header_y, strip_y, row_y, lanes, arrows, label_x, index_rotated, y
-    )
+def _across(strip: PictureStrip):
+    """``(x of a byte or None where elided, [(x0, x1, hidden cells) per gap], width)`` of a strip, in cells."""
+    starts, gaps, cursor = [], [], 0.0
+    for kind, begin, end in strip.pieces:
+        if kind == "cells":
+            starts.append((begin, end, cursor))
+            cursor += (end - begin) / strip.unit_bytes
+        else:
+            gaps.append((cursor, cursor + GAP_UNITS, (end - begin) // strip.itemsize))
+            cursor += GAP_UNITS
+
+    def x_at(byte: int) -> float | None:
+        return next((x0 + (byte - begin) / strip.unit_bytes for begin, end, x0 in starts if begin <= byte <= end), None)
+
+    return x_at, gaps, cursor
 
 
 def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
@@ -693,38 +543,22 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     start = x_at(step.from_index * itemsize)
     if start is None:
         return None
+    if step.stride == 0:
+        return start + half, None, f"dim {step.dim}: stride 0 = stays on the same cell"
     if itemsize == strip.itemsize:
         jump = plural(step.stride, "cell", fmt=",")
     else:
         jump = plural(step.stride * itemsize, "byte", fmt=",")
-    if step.stride == 0:
-        return start + half, None, f"dim {step.dim}: stride 0 = stays on the same cell"
     label = f"dim {step.dim}: stride {step.stride} = jump {jump}"
     end = x_at(step.to_index * itemsize) if step.shown else None
-    if end is None:
-        # The target cell is elided: the arrow points into the gap after this window, and says so.
-        window_end = next(
-            (
-                stop
-                for kind, begin, stop in strip.pieces
-                if kind == "cells" and begin <= step.from_index * itemsize < stop
-            ),
-            None,
-        )
-        if window_end is None:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
-            return None
-        return start + half, x_at(window_end) + GAP_UNITS / 2, label + " (target not shown)"
-    return start + half, end + half, label
-
-
-def _fit(text: str, cells_wide: float, style: str) -> float | None:
-    """The font size at which ``text`` fits a cell ``cells_wide`` cells wide; None: the style's own fits."""
-    look = STYLES[style]
-    room = cells_wide * CELL_PT * FIT_ROOM
-    wide = text_width(text, look.family, look.size, look.weight)
-    if not text or wide <= room:
+    if end is not None:
+        return start + half, end + half, label
+    # The target cell is elided: the arrow points into the gap after this window, and says so.
+    byte = step.from_index * itemsize
+    ends = [stop for kind, begin, stop in strip.pieces if kind == "cells" and begin <= byte < stop]
+    if not ends:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
         return None
-    return max(MIN_FONT_PT, look.size * room / wide)
+    return start + half, x_at(ends[0]) + GAP_UNITS / 2, label + " (target not shown)"
 
 
 def _loop(x: float, y: float) -> tuple:
@@ -740,6 +574,67 @@ def _loop(x: float, y: float) -> tuple:
     return tuple(points)
 
 
+def _px(x: float) -> float:
+    """Points across from cells across."""
+    return (x + SIDE_MARGIN) * CELL_PT
+
+
+def _py(y: float) -> float:
+    """Points down from layout units down."""
+    return y * ROW_PT
+
+
+def _box(x: float, y: float, w: float, style: str, ident: str) -> Rect:
+    """A cell-high rectangle ``w`` cells wide with its top left at (x, y)."""
+    return Rect(_px(x), _py(y), w * CELL_PT, CELL_HEIGHT * ROW_PT, style, ident)
+
+
+def _centred(x: float, y: float, text: str, style: str, ident: str = "", fit: float = 0.0) -> Text:
+    """A text centred on (x, y), shrunk to fit ``fit`` cells across when that is given."""
+    return Text(_px(x), _py(y), text, style, ident, "middle", "middle", _fit(text, fit, style) if fit else None)
+
+
+def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str, turned: bool) -> list:
+    """The rectangle and texts of one cell whose left edge is at ``x0``, ``wide`` cells wide, its top at ``top``."""
+    ident, middle = f"{cell.strip}:{cell.row}:{cell.index}", x0 + wide / 2
+    if cell.row == "storage":
+        index_y, turn = _py(top - LABEL_LIFT), 90.0 if turned else 0.0
+        number = Text(
+            _px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom", rotation=turn
+        )
+        items = [_box(x0, top, wide, "storage", f"cell:{ident}"), number]
+        if cell.text:
+            items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
+        return items
+    style = {"unread": "unread", "unknown": "unknown"}.get(cell.state, fill) + "-repeated" * cell.repeated
+    items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
+    listed = ",".join(str(p) for p in cell.positions)
+    if cell.text and cell.repeated and len(listed) <= POSITIONS_PER_CELL * wide:
+        # A repeated cell says how often it is read, and by which elements when that fits.
+        items.append(_centred(middle, top + COUNT_Y, cell.text, "count", f"text:{ident}", wide))
+        items.append(_centred(middle, top + POSITIONS_Y, listed, "positions", f"positions:{ident}", wide))
+    elif cell.text:
+        style = "count" if cell.repeated else "unchecked" if cell.state == "unknown" else "value"
+        items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide))
+    return items
+
+
+def _step_items(step: PictureStep, arrow: tuple, row_top: float, lane: float, label_x: float) -> list:
+    """The ticks, arrow (or stride-0 loop) and label of one step, its arrow at height ``lane``."""
+    start, end, label = arrow
+    bottom, lane = _py(row_top + CELL_HEIGHT), _py(lane)
+    ident = f"{step.strip}:{step.row}:{step.dim}"
+    if step.stride == 0:
+        items = [Arrow(_loop(_px(start), bottom + _py(LOOP_DROP)), "loop", f"step:{ident}")]
+    else:
+        items = [Line(((_px(start), bottom), (_px(start), lane)), "tick")]
+        if step.shown:
+            items.append(Line(((_px(end), bottom), (_px(end), lane)), "tick"))
+        style = "step" if step.shown else "step-not-shown"
+        items.append(Arrow(((_px(start), lane), (_px(end), lane)), style, f"step:{ident}"))
+    return items + [Text(_px(label_x), lane, label, "step-text", f"steptext:{ident}", "start", "middle")]
+
+
 def layout_scene(picture: LayoutPicture) -> Scene:
     """The drawing of a ``LayoutPicture`` as a ``Scene``, in points; both renderers draw it.
 
@@ -748,118 +643,75 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``, ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``
     and ``legend``. The title is the picture's summary.
 
-    Args:
-        picture: from ``layout_picture``.
-
-    Returns:
-        A ``Scene``.
-
     Raises:
-        TypeError: ``picture`` is not a LayoutPicture.
+        TypeError: ``picture`` is not a LayoutPicture (from ``layout_picture``).
     """
     if not isinstance(picture, LayoutPicture):
         raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
-    geometry = _geometry(picture)
-
-    def px(x: float) -> float:
-        return (x + SIDE_MARGIN) * CELL_PT
-
-    def py(y: float) -> float:
-        return y * ROW_PT
-
-    def box(x: float, y: float, w: float, style: str, ident: str) -> Rect:
-        return Rect(px(x), py(y), w * CELL_PT, CELL_HEIGHT * ROW_PT, style, ident)
-
-    def centred(x: float, y: float, text: str, style: str, ident: str = "", fit: float = 0.0) -> Text:
-        """A text centred on (x, y), shrunk to fit ``fit`` cells across when that is given."""
-        return Text(px(x), py(y), text, style, ident, "middle", "middle", _fit(text, fit, style) if fit else None)
-
     fills = {row.name: f"row{i % len(ROW_FILLS)}" for i, row in enumerate(picture.rows)}
-    strips = picture.strips
-    items: list = []
-    for strip in strips:
-        top = geometry.strip_y[strip.index]
-        title_y = py(geometry.header_y[strip.index])
-        items.append(Text(px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
-        for x0, x1, hidden in geometry.gaps[strip.index]:
-            middle, ident = (x0 + x1) / 2, f"{strip.index}:{x0:g}"
-            items.append(box(x0 + GAP_INSET, top, x1 - x0 - 2 * GAP_INSET, "gap", f"gap:{ident}"))
-            text = f"… {hidden:,} cells\nnot shown …"
-            items.append(centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
-            for name in strip.rows:
-                items.append(centred(middle, geometry.row_y[name] + CELL_HEIGHT / 2, "…", "elided"))
-
-    for cell in picture.cells:
-        strip = strips[cell.strip]
-        x0 = geometry.x_of[cell.strip](cell.byte_start)
-        wide = cell.nbytes / strip.unit_bytes
-        ident = f"{cell.strip}:{cell.row}:{cell.index}"
-        middle = x0 + wide / 2
-        if cell.row == "storage":
-            top = geometry.strip_y[cell.strip]
-            items.append(box(x0, top, wide, "storage", f"cell:{ident}"))
-            turned = 90.0 if geometry.index_rotated[cell.strip] else 0.0
-            index_y = py(top - LABEL_LIFT)
-            number = Text(px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom")
-            items.append(replace(number, rotation=turned))
-            if cell.text:
-                items.append(centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
-            continue
-        top = geometry.row_y[cell.row]
-        repeated = cell.state == "read" and (len(cell.positions) > 1 or not cell.count_exact)
-        style = {"unread": "unread", "unknown": "unknown"}.get(cell.state, fills[cell.row])
-        items.append(box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style + "-repeated" * repeated, f"cell:{ident}"))
-        if not cell.text:
-            continue
-        listed = ",".join(str(p) for p in cell.positions)
-        if repeated and len(listed) <= POSITIONS_PER_CELL * wide:
-            # A repeated cell says how often it is read, and by which elements when that fits.
-            items.append(centred(middle, top + COUNT_Y, cell.text, "count", f"text:{ident}", wide))
-            items.append(centred(middle, top + POSITIONS_Y, listed, "positions", f"positions:{ident}", wide))
-        else:
-            style = "count" if repeated else "unchecked" if cell.state == "unknown" else "value"
-            items.append(centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide))
-
-    for row in picture.rows:
-        label_y = py(geometry.row_y[row.name] - LABEL_LIFT)
-        items.append(Text(px(0), label_y, row.label, "label", f"label:{row.strip}:{row.name}", baseline="bottom"))
-
+    rows = {row.name: row for row in picture.rows}
+    steps_by_row: dict[str, list[PictureStep]] = {}
     for step in picture.steps:
-        arrow = geometry.arrows[(step.row, step.dim)]
-        if arrow is None:
-            continue  # the row's first cell is elided: its label still gives the strides
-        start, end, label = arrow
-        bottom = py(geometry.row_y[step.row] + CELL_HEIGHT)
-        lane = py(geometry.lanes[(step.row, step.dim)])
-        ident = f"{step.strip}:{step.row}:{step.dim}"
-        if step.stride == 0:
-            items.append(Arrow(_loop(px(start), bottom + py(LOOP_DROP)), "loop", f"step:{ident}"))
-        else:
-            items.append(Line(((px(start), bottom), (px(start), lane)), "tick"))
-            if step.shown:
-                items.append(Line(((px(end), bottom), (px(end), lane)), "tick"))
-            style = "step" if step.shown else "step-not-shown"
-            items.append(Arrow(((px(start), lane), (px(end), lane)), style, f"step:{ident}"))
-        label_x = px(geometry.label_x[step.row])
-        items.append(Text(label_x, lane, label, "step-text", f"steptext:{ident}", "start", "middle"))
-
+        steps_by_row.setdefault(step.row, []).append(step)
+    # Strips are placed top to bottom; the items go out as titles and gaps, cells, labels, then steps.
+    heads, cells, labels, steps = [], [], [], []
+    width, y = 0.0, TOP_MARGIN
+    for strip in picture.strips:
+        x_at, gaps, strip_width = _across(strip)
+        width = max(width, strip_width, _cells_wide(strip.description, "strip-title"))
+        last_index = f"{max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == 'cells'):,}"
+        turned = _cells_wide(last_index, "index") > strip.itemsize / strip.unit_bytes * TURN_INDICES_AT
+        y += TITLE_HEIGHT
+        title_y = _py(y - TITLE_RAISE)
+        heads.append(Text(_px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
+        y += INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
+        top = y
+        y += CELL_HEIGHT
+        row_y = {}
+        for name in strip.rows:
+            row = rows[name]
+            width = max(width, _cells_wide(row.label, "label"))
+            y += LABEL_HEIGHT
+            row_y[name] = y
+            label_y = _py(y - LABEL_LIFT)
+            labels.append(Text(_px(0), label_y, row.label, "label", f"label:{strip.index}:{name}", baseline="bottom"))
+            y += CELL_HEIGHT
+            # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
+            lanes, right = {}, 0.0
+            for step in sorted(steps_by_row.get(name, []), key=lambda s: abs(s.to_index - s.from_index)):
+                y += LANE_HEIGHT
+                arrow = _arrow(step, strip, row.layout.itemsize, x_at)
+                lanes[step.dim] = (y, arrow)
+                if arrow is not None:
+                    right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
+                    width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
+            # Labels in one column right of every arrow of the row: no tick line crosses a label.
+            for step in steps_by_row.get(name, []):
+                lane, arrow = lanes[step.dim]
+                if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
+                    steps += _step_items(step, arrow, row_y[name], lane, right + LABEL_PAD)
+            y += ROW_PAD
+        y += STRIP_GAP
+        for x0, x1, hidden in gaps:
+            middle, ident = (x0 + x1) / 2, f"{strip.index}:{x0:g}"
+            heads.append(_box(x0 + GAP_INSET, top, x1 - x0 - 2 * GAP_INSET, "gap", f"gap:{ident}"))
+            text = f"… {hidden:,} cells\nnot shown …"
+            heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
+            heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
+        for cell in picture.cells:
+            if cell.strip == strip.index:
+                cell_top = top if cell.row == "storage" else row_y[cell.row]
+                wide = cell.nbytes / strip.unit_bytes
+                cells += _cell_items(cell, x_at(cell.byte_start), cell_top, wide, fills.get(cell.row, ""), turned)
     legend = " · ".join(picture.notes)
-    items.append(Text(px(0), py(geometry.legend_y + LEGEND_DROP), legend, "legend", "legend"))
-    width = (geometry.width + 2 * SIDE_MARGIN) * CELL_PT
-    return Scene(width, py(geometry.height), tuple(items), STYLES, picture.summary)
+    width = max(width, _cells_wide(legend, "legend"))
+    items = (*heads, *cells, *labels, *steps, Text(_px(0), _py(y + LEGEND_DROP), legend, "legend", "legend"))
+    return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(y + LEGEND_HEIGHT), items, STYLES, picture.summary)
 
 
 def picture_svg(picture: LayoutPicture) -> str:
-    """Render a ``LayoutPicture`` as a standalone SVG document (its summary is the SVG's ``<title>``).
-
-    The same drawing as ``draw_layout`` (both draw ``layout_scene(picture)``), as text: elements carry the same
-    ids, and it renders in a browser in no time, which is what the live explorers display.
-
-    Args:
-        picture: from ``layout_picture``.
-
-    Returns:
-        The SVG document as a str.
+    """``layout_scene(picture)`` as a standalone SVG document: the drawing ``draw_layout`` renders, with the same
+    ids and the summary as ``<title>``, as text a browser shows at once (what the live explorers display).
 
     Raises:
         TypeError: ``picture`` is not a LayoutPicture.
@@ -879,40 +731,19 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly.
 
     Args:
-        *tensors: strided tensors (any dtype; values are read only from the drawn cells), or
-            ``Layout`` objects with ``show_values=False``.
-        names: display names, one per tensor (default ``t0``, ``t1``, ...).
+        *tensors, names, max_cells, show_values: as ``layout_picture``.
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
-        max_cells: the most cells to draw per storage strip (at least 8, at most 512: a larger value is
-            capped, and the summary says so).
-        show_values: write the storage's values in its cells.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``),
-        ``fig.layout_picture`` (the ``LayoutPicture`` drawn), ``fig.layout_cells`` (its cells) and
-        ``fig.scene`` (the ``Scene`` drawn: ids ``cell:<strip>:<row>:<index>``, ``text:...``, see ``layout_scene``).
+        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``), ``fig.layout_picture``
+        (the ``LayoutPicture`` drawn) and ``fig.scene`` (the ``Scene`` drawn, see ``layout_scene``).
 
     Raises:
-        TypeError: an argument has the wrong type (the message names it).
-        ValueError: as ``layout_picture``.
+        TypeError, ValueError: as ``layout_picture`` (``ax`` is checked too).
     """
     require_axes(ax)
     picture = layout_picture(*tensors, names=names, max_cells=max_cells, show_values=show_values)
     scene = layout_scene(picture)
     fig = render(scene, ax=ax)
-    fig.summary, fig.layout_picture, fig.layout_cells, fig.scene = picture.summary, picture, picture.cells, scene
+    fig.summary, fig.layout_picture, fig.scene = picture.summary, picture, scene
     return fig
-
-
-__all__ = [
-    "LayoutPicture",
-    "PictureCell",
-    "PictureRow",
-    "PictureStep",
-    "PictureStrip",
-    "draw_layout",
-    "layout_picture",
-    "layout_scene",
-    "layout_summary",
-    "picture_svg",
-]
