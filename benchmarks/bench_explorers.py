@@ -85,6 +85,14 @@ def main() -> None:
 
     rows.append(("view_copy_explorer: one operation change", timed(copy_step, repeats)))
 
+    compared = view_copy_explorer()
+    compared.compare.value = "x.t().contiguous()"
+
+    def compare_step(i):
+        compared.operation.value = OPERATIONS[(i + 1) % len(OPERATIONS)]
+
+    rows.append(("view_copy_explorer: one change, two operations side by side", timed(compare_step, repeats)))
+
     from tutorial_lib import GraphStepper
 
     stepper = GraphStepper(
@@ -97,15 +105,16 @@ def main() -> None:
         ]
     )
 
+    _ = stepper.widget  # every move refreshes the widget: listing, picture (inline SVG) and table
+
     def stepper_step(i):
-        # Next (run one statement, snapshot graph and hazards) and the inline SVG the widget shows; Back to
-        # step 1 every fifth update (Back reruns from scratch).
+        # Next (run one statement, snapshot graph and hazards, what changed, the widget's listing, SVG and
+        # table); back to step 1 every fifth update (a rerun from scratch).
         if stepper.position == len(stepper.steps):
             stepper.goto(1)
         stepper.step_forward()
-        stepper.svg_html()
 
-    rows.append(("GraphStepper: Next (run a step, graph, hazards, SVG)", timed(stepper_step, repeats)))
+    rows.append(("GraphStepper: Next (step, graph, hazards, listing, SVG, table)", timed(stepper_step, repeats)))
 
     def figure_step(i):
         stride_step(i)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import draw_memory_timeline, format_bytes, measure_memory, stride_explorer, view_copy_explorer
+from tutorial_lib.explorers.layout_explorers import TABLE_ROWS
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,7 @@ def test_stride_explorer_never_raises_and_agrees_with_torch(shape, stride, offse
         return
     assert explorer.tensor.shape == truth.shape and explorer.tensor.stride() == truth.stride()
     base = truth.untyped_storage().data_ptr()
-    assert len(explorer.addresses) == min(truth.numel(), 24)
+    assert len(explorer.addresses) == min(truth.numel(), TABLE_ROWS)
     positions = [
         tuple(int(i) for i in np.unravel_index(p, shape)) if shape else () for p in range(len(explorer.addresses))
     ]

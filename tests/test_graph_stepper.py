@@ -18,8 +18,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+import tutorial_lib as tl  # noqa: E402
 from tutorial_lib import inplace_hazards  # noqa: E402
-from tutorial_lib.explorers.graph_stepper import GraphStepper  # noqa: E402
+from tutorial_lib.explorers.graph_stepper import HIGHLIGHT, TABLE_HEIGHT, GraphStepper, step_change  # noqa: E402
 from tutorial_lib.pictures.render_svg import svg  # noqa: E402
 from tutorial_lib.pictures.scene import escape  # noqa: E402
 
@@ -132,27 +133,116 @@ def test_fixed_target_setup_and_show_values():
     assert "x" in texts and any("value: [1, -1]" in t for t in texts)
 
 
+def table_rows(markup: str) -> list[list[str]]:
+    """The cell texts of every row of the HTML tables in ``markup``, header rows included."""
+    return [
+        [html.unescape(re.sub(r"<[^>]*>", "", cell)) for cell in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", row)]
+        for row in re.findall(r"<tr\b[^>]*>(.*?)</tr>", markup)
+    ]
+
+
+def highlighted_lines(listing: str) -> list[str]:
+    """The listing's highlighted rows' texts (the line that just ran and the notes under it)."""
+    rows = re.findall(r"<tr style='background:[^']*'>(.*?)</tr>", listing)
+    return [html.unescape(re.sub(r"<[^>]*>", "", row)) for row in rows]
+
+
 def test_widget_buttons_drive_the_stepper():
     stepper = GraphStepper(STEPS)
     widget = stepper.widget
-    back, forward, picture, info = stepper._parts
+    back, forward, picture, info = stepper.back_button, stepper.next_button, stepper.picture_view, stepper.info
     assert back.disabled and not forward.disabled
     assert "<svg" in picture.value and "nothing run yet" in picture.value  # never an empty picture
     for _ in range(3):
         forward.click()
     assert stepper.position == 3 and not back.disabled
     assert "⚠ stale: saved v0, now v1" in html.unescape(picture.value)
-    assert "⚠ stale" in info.value and "change a in place" in info.value
+    assert "⚠ stale" in info.value and "change a in place" in stepper.step_text.value
     back.click()
     assert stepper.position == 2 and "⚠" not in info.value
-    assert widget.children[0].children == (back, forward)
+    assert widget.children[0].children[:2] == (back, forward)
+
+
+def test_the_listing_highlights_the_line_that_just_ran_and_moves_with_next_and_back():
+    stepper = GraphStepper(STEPS)
+    _ = stepper.widget
+    assert highlighted_lines(stepper.listing.value) == []  # nothing ran yet; line 1 runs next
+    assert "▷12" not in stepper.listing.value and re.search(r"▷</td><td[^>]*>1</td>", stepper.listing.value)
+    for number, (label, statement) in enumerate(STEPS, 1):
+        stepper.next_button.click()
+        lines = highlighted_lines(stepper.listing.value)
+        assert lines[0] == f"▶{number}{statement} # {label}"
+        if number < len(STEPS):
+            assert re.search(rf"▷</td><td[^>]*>{number + 1}</td>", stepper.listing.value)
+    assert lines[1] == "freed MulBackward0.other, MulBackward0.self · ✗ raised RuntimeError"  # backward failed
+    stepper.back_button.click()
+    assert highlighted_lines(stepper.listing.value)[0] == f"▶4{STEPS[3][1]} # {STEPS[3][0]}"
+    assert "✗ raised" not in stepper.listing.value  # the failing step has not run in this rerun
+
+
+def test_each_step_marks_what_it_added_made_stale_or_freed():
+    stepper = GraphStepper(STEPS)
+    notes = []
+    while stepper.step_forward():
+        notes.append(stepper.change.note)
+    assert notes == [
+        "+ leaf x",
+        "+ ExpBackward0",
+        "+ MulBackward0 · ⚠ made ExpBackward0.result stale",
+        "+ SumBackward0, MulBackward0",
+        "freed MulBackward0.other, MulBackward0.self",
+    ]
+    assert [c.error is not None for c in stepper.changes] == [False, False, False, False, True]
+    stepper.goto(3)  # a rerun from scratch tells the same story
+    assert [c.note for c in stepper.changes] == notes[:3]
+    exp = stepper.graph.find("ExpBackward0")[0]
+    assert stepper.change.made_stale == {(exp.id, "result")}
+    assert stepper.change.added == {stepper.graph.find("MulBackward0")[0].id}
+
+
+def test_the_listing_keeps_each_steps_note_under_its_line():
+    stepper = GraphStepper(STEPS)
+    _ = stepper.widget
+    stepper.goto(4)
+    listing = html.unescape(re.sub(r"<[^>]*>", " ", stepper.listing.value))
+    assert "⚠ made ExpBackward0.result stale" in listing  # step 3's note, still shown at step 4
+    assert highlighted_lines(stepper.listing.value)[1] == "+ SumBackward0, MulBackward0"
+
+
+def test_the_table_has_a_header_node_ids_and_marks_this_steps_rows():
+    stepper = GraphStepper(STEPS)
+    _ = stepper.widget
+    stepper.goto(3)
+    header, *rows = table_rows(stepper.info.value)
+    assert header == ["node", "saved", "shape", "saved at", "now", "state", "this step"]
+    ids = {node.name: node.id for node in stepper.graph.nodes}
+    assert rows == [
+        [f"#{ids['MulBackward0']} MulBackward0", "other", "()", "v0", "v0", "ok", "new"],
+        [f"#{ids['ExpBackward0']} ExpBackward0", "result", "(3,)", "v0", "v1", "⚠ stale", "made stale"],
+    ]
+    assert stepper.info.value.count(f"background:{HIGHLIGHT}") == 2
+    stepper.step_forward()
+    marks = [row[-1] for row in table_rows(stepper.info.value)[1:]]
+    assert marks.count("new") == 2 and "made stale" not in marks  # step 4 made nothing stale
+
+
+def test_the_picture_stays_in_place_whatever_the_table_and_listing_grow_to():
+    stepper = GraphStepper(STEPS)
+    widget = stepper.widget
+    buttons, middle, below = widget.children
+    assert middle.children == (stepper.listing, stepper.picture_view) and below is stepper.info
+    assert middle.layout.flex_flow == "row nowrap" and middle.layout.align_items == "flex-start"
+    assert stepper.listing.layout.width == "34em" and stepper.listing.layout.flex == "0 0 auto"
+    stepper.goto(3)
+    assert f"max-height:{TABLE_HEIGHT};overflow-y:auto" in stepper.info.value
+    assert "position:sticky" in stepper.info.value  # the header row stays in view while the rows scroll
 
 
 def test_the_widget_shows_the_scene_as_text_not_an_image():
     stepper = GraphStepper(STEPS)
     _ = stepper.widget
     stepper.goto(3)
-    shown = stepper._parts[2].value
+    shown = stepper.picture_view.value
     assert "<img" not in shown and "base64" not in shown
     assert shown.count("<svg") == 1
     texts = [text for _, text in stepper.scene.texts()]
@@ -172,7 +262,7 @@ def test_the_widget_shows_each_picture_at_its_own_size_within_the_page():
     for stepper in (narrow, wide):
         _ = stepper.widget
         stepper.goto(2)
-        scene, markup = stepper.scene, stepper._parts[2].value
+        scene, markup = stepper.scene, stepper.picture_view.value
         assert scene.scale() == 1
         assert svg_attribute(markup, "width") == f"{scene.width:.1f}pt"
         assert svg_attribute(markup, "height") == f"{scene.height:.1f}pt"
@@ -241,3 +331,20 @@ def test_every_step_draws_a_different_picture_and_a_state_always_the_same():
     assert len(set(pictures)) == len(pictures)  # every step changes what is shown
     stepper.goto(len(STEPS))
     assert svg(stepper.scene) == pictures[-1]  # and the same state draws the same picture
+
+
+def test_step_change_compares_two_snapshots():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x.exp()
+    before = tl.autograd_graph(a, names={"x": x})
+    assert step_change(before, before).note == "" and step_change(before, None).note == ""
+    a.mul_(2)
+    after = tl.autograd_graph(a, names={"x": x})
+    change = step_change(before, after)
+    assert change.note == "+ MulBackward0 · ⚠ made ExpBackward0.result stale"
+    assert change.added == {after.find("MulBackward0")[0].id}
+    assert step_change(None, after).added == {n.id for n in after.nodes if n.kind != "output"}
+    with pytest.raises(TypeError, match="before"):
+        step_change("graph", after)
+    with pytest.raises(TypeError, match="after"):
+        step_change(before, 3)

@@ -5,6 +5,7 @@ Pictures are checked on the explorer's ``scene`` (plain data), never on matplotl
 Update times are measured in benchmarks/bench_explorers.py, never asserted here.
 """
 
+import html
 import re
 
 import matplotlib
@@ -20,13 +21,27 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.explorers.layout_explorers import (  # noqa: E402
+    NO_COMPARISON,
     OPERATIONS,
+    TABLE_HEIGHT,
+    TABLE_ROWS,
+    VERDICT_BADGES,
     StrideExplorer,
     ViewCopyExplorer,
     parse_ints,
+    run_operation,
     stride_explorer,
+    verdict_html,
     view_copy_explorer,
 )
+
+
+def table_rows(markup: str) -> list[list[str]]:
+    """The cell texts of every row of the HTML tables in ``markup``, header row first."""
+    return [
+        [re.sub(r"<[^>]*>", "", cell) for cell in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", row)]
+        for row in re.findall(r"<tr\b[^>]*>(.*?)</tr>", markup)
+    ]
 
 
 def set_layout(explorer, shape, stride, offset=0):
@@ -64,7 +79,32 @@ def test_setting_widgets_updates_model_picture_and_table_like_torch():
     for position, index, storage_index, byte_offset in explorer.addresses:
         assert index == divmod(position, 3)
         assert truth[index].data_ptr() - base == byte_offset == storage_index * 4
-        assert f"<td>{storage_index}</td><td>{byte_offset}</td>" in explorer.table.value
+    header, *rows = table_rows(explorer.table.value)
+    assert header == ["element", "storage index", "byte offset"]
+    assert rows == [[f"t[{i}, {j}]", str(s), str(b)] for _, (i, j), s, b in explorer.addresses]
+
+
+def test_the_text_fields_update_when_an_edit_is_complete_not_on_every_keystroke():
+    explorer = stride_explorer()
+    # continuous_update=False: the browser sends the value on Enter or when the field loses focus, so a
+    # half-typed "4," never reaches update() (no error flash, no faded picture while typing).
+    assert [field.continuous_update for field in (explorer.shape, explorer.stride, explorer.offset)] == [False] * 3
+    before = explorer.picture_view.value
+    explorer.shape.value = "4, 3"  # what arrives on Enter: a complete edit, drawn at once
+    explorer.stride.value = "1, 4"
+    assert explorer.picture_view.value != before and explorer.layout_model.stride == (1, 4)
+    assert "press Enter" in explorer.widget.children[0].children[-1].value
+
+
+def test_the_address_table_is_compact_and_scrolls_when_long():
+    explorer = stride_explorer(storage_size=256)
+    set_layout(explorer, "16, 16", "1, 16")
+    markup = explorer.table.value
+    assert f"max-height:{TABLE_HEIGHT};overflow-y:auto" in markup and "border-collapse:collapse" in markup
+    header, *rows = table_rows(markup)
+    assert len(rows) == len(explorer.addresses) == TABLE_ROWS and "… 192 more elements" in markup
+    assert rows[:2] == [["t[0, 0]", "0", "0"], ["t[0, 1]", "16", "64"]]
+    assert "position:sticky" in markup  # the header row stays in view while the rows scroll
 
 
 def test_offset_and_expand_settings():
@@ -191,7 +231,7 @@ def test_big_shapes_with_stride_zero_stay_cheap():
     explorer = stride_explorer()
     set_layout(explorer, "1000, 1000", "0, 0")
     assert explorer.error == "" and explorer.layout_model.numel == 10**6
-    assert len(explorer.addresses) == 24 and "more elements" in explorer.table.value
+    assert len(explorer.addresses) == TABLE_ROWS and "more elements" in explorer.table.value
 
 
 def test_stride_explorer_displays_as_widgets_with_the_summary_as_text():
@@ -272,9 +312,88 @@ def test_each_operation_reports_what_torch_did(expression):
         assert "separate from x's (not shared)" in explorer.summary
     assert explorer.layout_model.shape == tuple(result.shape)
     assert explorer.summary.startswith(f"{expression}: {EXPECTED[expression]}, allocates {explorer.row.new_bytes:,}")
-    assert EXPECTED[expression] in explorer.verdict.value
+    assert badge(explorer.verdict.value)[0] == BADGES[EXPECTED[expression]]
     assert "<svg" in explorer.after_view.value
     assert torch.equal(x, torch.arange(12.0).reshape(3, 4))  # x itself is never changed
+
+
+BADGES = {"view": "VIEW", "copy": "COPY", "in-place": "IN-PLACE", "same tensor": "SAME TENSOR"}
+
+
+def badge(markup: str) -> tuple[str, str]:
+    """The word on the verdict badge in ``markup`` and its background colour."""
+    found = re.search(r'<span style="[^"]*background:(#[0-9A-Fa-f]{6});[^"]*">([^<]*)</span>', markup)
+    return found.group(2), found.group(1)
+
+
+@pytest.mark.parametrize("expression", ["x.t()", "x.clone()", "x.add_(1)", "x.contiguous()"])
+def test_the_verdict_is_a_large_badge_with_the_word_and_a_sentence(expression):
+    explorer = view_copy_explorer()
+    explorer.operation.value = expression
+    verdict = explorer.row.verdict
+    word, colour = badge(explorer.verdict.value)
+    assert word == BADGES[verdict] and colour == VERDICT_BADGES[verdict][1]
+    assert "font:bold 26px" in explorer.verdict.value and 'role="status"' in explorer.verdict.value
+    # The verdict in words too, for screen readers and for readers without colour.
+    says = {"view": "is a view of x", "copy": "is a copy", "in-place": "changes x in place"}
+    sentence = f"<code>{html.escape(expression)}</code> {says.get(verdict, 'returns x itself')}: "
+    assert sentence in explorer.verdict.value
+
+
+def test_every_verdict_has_its_own_colour_and_word():
+    words = [word for word, *_ in VERDICT_BADGES.values()]
+    colours = [colour for _, colour, *_ in VERDICT_BADGES.values()]
+    assert len(set(words)) == len(words) == len(set(colours)) == len(BADGES)
+    assert set(VERDICT_BADGES) == set(BADGES)
+
+
+def test_there_is_no_before_picture_only_x_and_the_result():
+    explorer = view_copy_explorer()
+    shown = "".join(getattr(child, "value", "") for child in explorer.widget.children)
+    assert "before" not in shown and not hasattr(explorer, "before_view")
+    assert [row.name for row in explorer.picture.rows] == ["x", "x.t()"]
+    assert explorer.after_view.value.count("<svg") == 1
+
+
+def test_two_operations_side_by_side_each_with_its_badge():
+    explorer = view_copy_explorer()
+    assert explorer.compare.value == NO_COMPARISON and explorer.compared is None
+    assert explorer.compare_panel.layout.display == "none" and explorer.compare_view.value == ""
+    summary_alone = explorer.summary
+    explorer.compare.value = "x.t().contiguous()"
+    assert explorer.compare_panel.layout.display is None  # shown, beside the first
+    assert badge(explorer.verdict.value)[0] == "VIEW" and badge(explorer.compare_verdict.value)[0] == "COPY"
+    assert explorer.compared.row.verdict == "copy" and explorer.compared.row.new_bytes == 48
+    assert explorer.compare_view.value.count("<svg") == 1 and explorer.compare_view.value != explorer.after_view.value
+    assert explorer.summary == f"{summary_alone} · compared with {explorer.compared.summary}"
+    assert explorer.compared.summary.startswith("x.t().contiguous(): copy, allocates 48 bytes")
+    panels = explorer.widget.children[-1]
+    assert panels.layout.flex_flow == "row wrap" and panels.children[1] is explorer.compare_panel
+    explorer.operation.value = "x.clone()"  # changing the first keeps the comparison
+    assert badge(explorer.verdict.value)[0] == "COPY" and explorer.compared.expression == "x.t().contiguous()"
+    explorer.compare.value = NO_COMPARISON
+    assert explorer.compared is None and explorer.compare_panel.layout.display == "none"
+    assert explorer.summary.startswith("x.clone(): copy") and "compared with" not in explorer.summary
+
+
+def test_a_compared_operation_that_fails_is_explained_in_its_own_panel():
+    explorer = ViewCopyExplorer(torch.arange(5.0), operations=["x[0]", "x[:, 1]"])
+    explorer.compare.value = "x[:, 1]"
+    assert explorer.row.verdict == "view" and explorer.message.value == ""
+    assert "⚠ x[:, 1] cannot run on this x: IndexError" in explorer.compare_verdict.value
+    assert explorer.compare_view.value == "" and "compared with x[:, 1] cannot run" in explorer.summary
+
+
+def test_run_operation_never_raises_on_the_operations_account():
+    x = torch.arange(6.0)
+    assert run_operation(x, "x.view(2, 3)").row.verdict == "view"
+    failed = run_operation(x, "x.view(4, 4)")
+    assert failed.row is None and failed.scene is None and "RuntimeError" in failed.summary
+    assert "⚠" in verdict_html(failed)
+    with pytest.raises(TypeError, match="expression"):
+        run_operation(x, 3)
+    with pytest.raises(TypeError, match="outcome"):
+        verdict_html("view")
 
 
 def test_every_default_operation_runs_on_the_default_x():

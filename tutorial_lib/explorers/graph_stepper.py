@@ -3,8 +3,11 @@
 ``GraphStepper`` runs a list of statements one at a time in its own namespace. After every step it
 snapshots the graph of the tensor being followed (``autograd_graph``) and its stale saved tensors
 (``inplace_hazards``); its picture is the ``graph_scene`` of that graph. The logic is plain Python
-(``step_forward``, ``step_back``, ``summary``, ``hazards``, ``scene``) so it is tested without a browser;
-``widget`` wraps it in ipywidgets (Back / Next buttons, the picture as inline SVG, a table of saved tensors).
+(``step_forward``, ``step_back``, ``summary``, ``hazards``, ``scene``, ``changes``) so it is tested without
+a browser; ``widget`` wraps it in ipywidgets: Back / Next buttons, the program listing with the line that just
+ran highlighted (as Python Tutor does) beside the picture as inline SVG, and below them a table of saved tensors
+in a scroll box, so the picture stays where it is however long the table grows. What each step added to the
+graph, made stale or freed is marked on its line of the listing and in the table (``StepChange``).
 
 ipywidgets and matplotlib are imported only when a widget or figure is made.
 """
@@ -13,12 +16,14 @@ from __future__ import annotations
 
 import ast
 import html
+from collections import defaultdict
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..common.checks import describe, require_bool, require_int
-from ..common.text import plural, strip_hint
-from ..facts.graph import Graph, Hazard, HazardList, autograd_graph, inplace_hazards, refused_graph
+from ..common.text import plural, strip_hint, tuple_text
+from ..facts.graph import Graph, GraphNode, Hazard, HazardList, autograd_graph, inplace_hazards, refused_graph
 from ..pictures.graph_picture import graph_scene
 from ..pictures.scene import Scene, Style, Text, text_width
 from .base import Explorer
@@ -26,6 +31,94 @@ from .base import Explorer
 #: The look of the note shown instead of a graph before there is a tensor to follow.
 _NOTE_STYLE = Style(family="sans", size=10.0, color="#555555")
 _NOTE_MARGIN = 6.0  # points around the note
+#: The background of what the current step ran and changed, in the listing and the table.
+HIGHLIGHT = "#FFF0A8"
+#: The most the saved-tensor table takes up on the page; a longer table scrolls inside it.
+TABLE_HEIGHT = "14em"
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """What one step did to the graph shown, compared with the graph shown before it.
+
+    ``added`` holds ids of nodes new in this step's graph (never the output node: it is the tensor shown);
+    ``made_stale`` and ``freed`` hold ``(node id, saved attribute)`` pairs whose saved tensor this step
+    changed in place or backward freed. Ids are this step's ``Graph`` node ids. ``note`` says it in words
+    (``"+ MulBackward0 · ⚠ made ExpBackward0.result stale"``, '' when nothing); ``error`` is what the step
+    raised (None when it ran).
+    """
+
+    added: frozenset[int] = frozenset()
+    made_stale: frozenset[tuple[int, str]] = frozenset()
+    freed: frozenset[tuple[int, str]] = frozenset()
+    note: str = ""
+    error: str | None = None
+
+
+def _node_key(node: GraphNode) -> tuple:
+    """What a node is, without its id or versions: how a node is recognised in the next step's graph."""
+    name = node.name if node.kind == "backward" else ""  # a leaf alone is "leaf", under a graph "AccumulateGrad"
+    return (node.kind, name, node.label, node.shape, tuple(s.attribute for s in node.saved))
+
+
+def _node_text(node: GraphNode) -> str:
+    """A node as the listing names it: ``MulBackward0``, ``leaf x``, ``output``."""
+    return {"backward": node.name, "leaf": f"leaf {node.label}"}.get(node.kind, node.kind)
+
+
+def _names(names) -> str:
+    """Names joined by commas, each once, in order."""
+    return ", ".join(dict.fromkeys(names))
+
+
+def step_change(before: Graph | None, after: Graph | None) -> StepChange:
+    """What changed from the graph shown before a step to the one shown after it.
+
+    Nodes are matched by what they are (kind, name, label, shape, saved attributes), in graph order; an
+    ``after`` node with no match is added. A matched node's saved tensor that is stale (or freed) after
+    and was not before was made stale (freed) by the step.
+
+    Args:
+        before, after: ``Graph`` snapshots (None when no tensor was shown).
+
+    Returns:
+        A ``StepChange`` in ``after``'s node ids (empty when ``after`` is None).
+    """
+    for name, graph in (("before", before), ("after", after)):
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"{name} must be a Graph or None, got {describe(graph)}")
+    if after is None:
+        return StepChange()
+    earlier = defaultdict(list)
+    for node in () if before is None else before.nodes:
+        earlier[_node_key(node)].append(node)
+    added, made_stale, freed = [], [], []
+    for node in after.nodes:
+        matches = earlier[_node_key(node)]
+        if not matches:
+            if node.kind != "output":  # the tensor shown is not news: which one it is, the step's line says
+                added.append(node)
+            continue
+        previous = {s.attribute: s for s in matches.pop(0).saved}
+        for saved in node.saved:
+            was = previous[saved.attribute]
+            if saved.stale and not was.stale:
+                made_stale.append((node, saved.attribute))
+            if saved.freed and not was.freed:
+                freed.append((node, saved.attribute))
+    parts = []
+    if added:
+        parts.append("+ " + _names(_node_text(node) for node in added))
+    if made_stale:
+        parts.append(f"⚠ made {_names(f'{node.name}.{a}' for node, a in made_stale)} stale")
+    if freed:
+        parts.append(f"freed {_names(f'{node.name}.{a}' for node, a in freed)}")
+    return StepChange(
+        frozenset(node.id for node in added),
+        frozenset((node.id, a) for node, a in made_stale),
+        frozenset((node.id, a) for node, a in freed),
+        " · ".join(parts),
+    )
 
 
 def _check_steps(steps) -> tuple[tuple[str, str, object], ...]:
@@ -128,20 +221,29 @@ class GraphStepper(Explorer):
         self.show_values = require_bool(show_values, "show_values")
         self._seed = require_int(seed, "seed")
         self._restart()
-        self._snapshot()
 
     # -- running -------------------------------------------------------------------------------------
 
     def _restart(self) -> None:
+        """A fresh namespace with only the setup run, and its graph read."""
         self.namespace: dict = {"torch": torch}
         self.position = 0  # how many steps have run
         self.error: str | None = None
         self._followed: str | None = None
+        self._changes: list[StepChange] = []
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed)
             if self._setup is not None:
                 exec(self._setup, self.namespace)  # noqa: S102 - the course's own statements
             self._rng = torch.get_rng_state()
+        self._snapshot()
+
+    def _advance(self) -> None:
+        """Run the next step, read the new graph, and note what the step changed in it."""
+        before = self.graph
+        self._run_next()
+        self._snapshot()
+        self._changes.append(replace(step_change(before, self.graph), error=self.error))
 
     def _run_next(self) -> None:
         label, statement, code = self._steps[self.position]
@@ -179,8 +281,7 @@ class GraphStepper(Explorer):
             self.graph, self.hazards = None, []
 
     def _moved(self) -> None:
-        """After running or rerunning: read the new state and show it."""
-        self._snapshot()
+        """After running or rerunning: show the new state."""
         if self._widget is not None:
             self._refresh_widget()
 
@@ -188,7 +289,7 @@ class GraphStepper(Explorer):
         """Run the next step. Returns False (and does nothing) when all steps have run."""
         if self.position >= len(self._steps):
             return False
-        self._run_next()
+        self._advance()
         self._moved()
         return True
 
@@ -211,7 +312,7 @@ class GraphStepper(Explorer):
             raise ValueError(f"k must be between 0 and {len(self._steps)}, got {k}")
         self._restart()
         while self.position < k:
-            self._run_next()
+            self._advance()
         self._moved()
 
     # -- what to show ---------------------------------------------------------------------------------
@@ -219,6 +320,16 @@ class GraphStepper(Explorer):
     @property
     def steps(self) -> tuple[tuple[str, str], ...]:
         return tuple((label, statement) for label, statement, _ in self._steps)
+
+    @property
+    def changes(self) -> tuple[StepChange, ...]:
+        """What each step run so far did to the graph shown (one ``StepChange`` per step, in order)."""
+        return tuple(self._changes)
+
+    @property
+    def change(self) -> StepChange:
+        """What the last step run did to the graph shown (nothing at step 0)."""
+        return self._changes[-1] if self._changes else StepChange()
 
     @property
     def target(self) -> str | None:
@@ -303,47 +414,118 @@ class GraphStepper(Explorer):
 
     # -- widget ---------------------------------------------------------------------------------------
 
-    def _table_html(self) -> str:
-        """The step, its error, and the saved tensors with their versions, as HTML."""
-        label = "setup" if self.position == 0 else self._steps[self.position - 1][0]
-        statement = "" if self.position == 0 else self._steps[self.position - 1][1]
-        out = [
-            f"<div style='font-family:monospace'><b>Step {self.position}/{len(self._steps)}</b> "
-            f"{html.escape(label)}: <code>{html.escape(statement)}</code></div>"
-        ]
+    def listing_html(self) -> str:
+        """The program, Python Tutor style: the line that just ran highlighted (▶), the next one marked (▷), and
+        under each line run so far what it added to the graph, made stale or freed, or what it raised."""
+        rows = []
+        for number, (label, statement, _) in enumerate(self._steps, 1):
+            current = number == self.position
+            marker = "▶" if current else "▷" if number == self.position + 1 else ""
+            background = f"background:{HIGHLIGHT};" if current else ""
+            rows.append(
+                f"<tr style='{background}'><td style='width:1.2em'>{marker}</td>"
+                f"<td style='color:#555555;text-align:right;padding-right:0.6em'>{number}</td>"
+                f"<td><code>{html.escape(statement)}</code> <span style='color:#555555'># {html.escape(label)}</span>"
+                "</td></tr>"
+            )
+            change = self._changes[number - 1] if number <= self.position else StepChange()
+            notes = [html.escape(change.note)] if change.note else []
+            if change.error:
+                notes.append(f"<span style='color:#a00000'>✗ raised {html.escape(change.error.split(':')[0])}</span>")
+            if notes:
+                rows.append(
+                    f"<tr style='{background}'><td></td><td></td>"
+                    f"<td style='font-size:11px;padding-bottom:2px'>{' · '.join(notes)}</td></tr>"
+                )
+        return (
+            "<table style='border-collapse:collapse;font-family:monospace;font-size:12px;line-height:1.5'>"
+            f"{''.join(rows)}</table><div style='color:#555555;font-size:11px'>▶ just ran · ▷ runs next</div>"
+        )
+
+    def table_html(self) -> str:
+        """The step's error and hazards, and every saved tensor with its node id, versions and what this step did
+        to it, under a header row, in a box of fixed height that scrolls."""
+        out = []
         if self.error:
-            out.append(f"<div style='color:#b00000;font-family:monospace'>{html.escape(self.error)}</div>")
-        rows = self.saved_rows()
-        if rows:
-            cells = "".join(
-                f"<tr><td>{html.escape(n)}</td><td>{html.escape(a)}</td><td>{'' if sv is None else f'v{sv}'}</td>"
-                f"<td>{'' if cv is None else f'v{cv}'}</td><td>{'⚠ stale' if state == 'stale' else state}</td></tr>"
-                for n, a, sv, cv, state in rows
-            )
-            out.append(
-                "<table style='font-family:monospace'><tr><th>node</th><th>saved</th><th>saved at</th>"
-                f"<th>now</th><th></th></tr>{cells}</table>"
-            )
-        for h in self.hazards:
-            out.append(f"<div style='color:#b00000'>⚠ {html.escape(h.explanation)}</div>")
+            out.append(f"<div style='color:#a00000;font-family:monospace'>{html.escape(self.error)}</div>")
+        for hazard in self.hazards:
+            out.append(f"<div style='color:#a00000'>⚠ {html.escape(hazard.explanation)}</div>")
+        if self.graph is None or not any(node.saved for node in self.graph.nodes):
+            return "".join(out)
+        change = self.change
+        padded = "style='padding:0 1.2em 0 0'"
+        rows = []
+        for node in self.graph.nodes:
+            for saved in node.saved:
+                key = (node.id, saved.attribute)
+                did = (
+                    "made stale"
+                    if key in change.made_stale
+                    else "freed"
+                    if key in change.freed
+                    else "new"
+                    if node.id in change.added
+                    else ""
+                )
+                background = f" style='background:{HIGHLIGHT}'" if did else ""
+                cells = (
+                    f"#{node.id} {node.name}",
+                    saved.attribute,
+                    "" if saved.shape is None else tuple_text(saved.shape),
+                    "" if saved.saved_version is None else f"v{saved.saved_version}",
+                    "" if saved.current_version is None else f"v{saved.current_version}",
+                    "⚠ stale" if saved.state == "stale" else saved.state,
+                    did,
+                )
+                rows.append(
+                    f"<tr{background}>" + "".join(f"<td {padded}>{html.escape(c)}</td>" for c in cells) + "</tr>"
+                )
+        sticky = "style='position:sticky;top:0;background:#ffffff;text-align:left;padding:0 1.2em 0 0'"
+        header = "".join(
+            f"<th {sticky}>{name}</th>" for name in ("node", "saved", "shape", "saved at", "now", "state", "this step")
+        )
+        out.append(
+            f"<div style='max-height:{TABLE_HEIGHT};overflow-y:auto;display:inline-block;margin-top:4px'>"
+            "<table style='border-collapse:collapse;font-family:monospace;font-size:12px;line-height:1.4'>"
+            f"<tr>{header}</tr>{''.join(rows)}</table></div>"
+        )
         return "".join(out)
 
     def _build(self, widgets):
-        """Back / Next buttons, the saved-tensor table, and the picture as inline SVG."""
-        back = widgets.Button(description="◀ Back", tooltip="rerun from scratch up to the previous step")
-        forward = widgets.Button(description="Next ▶", tooltip="run the next step")
-        picture = widgets.HTML()
-        info = widgets.HTML()
-        back.on_click(lambda _: self.step_back())
-        forward.on_click(lambda _: self.step_forward())
-        self._parts = (back, forward, picture, info)
+        """Back / Next and the step; the listing beside the picture; the saved-tensor table below them."""
+        self.back_button = widgets.Button(description="◀ Back", tooltip="rerun from scratch up to the previous step")
+        self.next_button = widgets.Button(description="Next ▶", tooltip="run the next step")
+        self.step_text = widgets.HTML()
+        # The listing has a fixed width and the picture sits beside it at the top: neither the listing's notes
+        # nor the table below ever move the picture.
+        self.listing = widgets.HTML(
+            layout=widgets.Layout(flex="0 0 auto", width="34em", max_width="50%", overflow="auto")
+        )
+        self.picture_view = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        self.info = widgets.HTML()
+        self.back_button.on_click(lambda _: self.step_back())
+        self.next_button.on_click(lambda _: self.step_forward())
         self._refresh_widget()
-        return widgets.VBox([widgets.HBox([back, forward]), info, picture])
+        return widgets.VBox(
+            [
+                widgets.HBox([self.back_button, self.next_button, self.step_text]),
+                widgets.HBox(
+                    [self.listing, self.picture_view],
+                    layout=widgets.Layout(flex_flow="row nowrap", align_items="flex-start", grid_gap="16px"),
+                ),
+                self.info,
+            ]
+        )
 
     def _refresh_widget(self) -> None:
         """Show the current state in the widgets."""
-        back, forward, picture, info = self._parts
-        back.disabled = self.position == 0
-        forward.disabled = self.position >= len(self._steps)
-        picture.value = self.svg_html()
-        info.value = self._table_html()
+        self.back_button.disabled = self.position == 0
+        self.next_button.disabled = self.position >= len(self._steps)
+        label = "setup" if self.position == 0 else self._steps[self.position - 1][0]
+        self.step_text.value = (
+            f"<span style='font-family:monospace'><b>Step {self.position}/{len(self._steps)}</b> "
+            f"{html.escape(label)}</span>"
+        )
+        self.listing.value = self.listing_html()
+        self.picture_view.value = self.svg_html()
+        self.info.value = self.table_html()

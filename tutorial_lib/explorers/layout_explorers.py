@@ -9,7 +9,11 @@ rasterising a matplotlib figure on every change takes several times the 50 ms bu
 (benchmarks/bench_explorers.py). ``figure`` draws the same scene with matplotlib, into one reused figure.
 
 torch is the judge of what is possible: the stride explorer builds its tensor with ``torch.as_strided``
-and shows torch's refusal, explained, in a message instead of raising.
+and shows torch's refusal, explained, in a message instead of raising. Its text fields send a value when
+an edit is complete (Enter or leaving the field), so half-typed settings are never drawn.
+
+The view/copy explorer shows its verdict as a large VIEW / COPY / IN-PLACE badge (colour and word, with a
+sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import dataclass
 
 import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor
 from ..common.text import op_name
-from ..facts.ops import view_or_copy
-from ..pictures.layout_picture import layout_picture, layout_scene
+from ..facts.ops import OpReport, OpRow, view_or_copy
+from ..pictures.layout_picture import LayoutPicture, layout_picture, layout_scene
+from ..pictures.scene import Scene
 from .base import Explorer
 
 #: The dtypes the stride explorer offers, by the name shown in its dropdown.
@@ -40,8 +46,10 @@ DTYPES = {
 }
 #: The largest storage the stride explorer builds (its values are listed and drawn).
 MAX_STORAGE_SIZE = 4096
-#: How many elements the address table lists.
-TABLE_ROWS = 24
+#: How many elements the address table lists (it scrolls within ``TABLE_HEIGHT``).
+TABLE_ROWS = 64
+#: The most the address table takes up on the page; longer tables scroll inside it.
+TABLE_HEIGHT = "15em"
 
 #: The operations ``view_copy_explorer`` offers by default (each an expression in ``x``).
 OPERATIONS = (
@@ -156,6 +164,9 @@ class StrideExplorer(Explorer):
     Widgets: ``shape`` and ``stride`` (text such as ``3, 4``), ``offset`` (int), ``dtype`` (dropdown),
     ``contiguous_button`` (fills in contiguous strides for the shape), ``message`` (why a setting is
     impossible), ``picture_view`` (the layout picture), ``table`` (is_contiguous and element addresses).
+    The text and number fields send their value when an edit is complete (Enter, or leaving the field),
+    never on every keystroke, so typing ``4,`` on the way to ``4, 3`` neither flashes an error nor fades
+    the picture.
 
     Args:
         storage_size: elements in the storage, ``torch.arange(storage_size)`` cast to ``dtype`` (1 to 4096).
@@ -194,9 +205,11 @@ class StrideExplorer(Explorer):
         rows = max(d for d in range(1, math.isqrt(self.storage_size) + 1) if self.storage_size % d == 0)
         shape = (rows, self.storage_size // rows) if rows > 1 else (self.storage_size,)
         contiguous = torch.empty(shape, device="meta").stride()
-        self.shape = widgets.Text(value=_ints_text(shape), description="shape")
-        self.stride = widgets.Text(value=_ints_text(contiguous), description="stride")
-        self.offset = widgets.IntText(value=0, description="offset")
+        on_enter = {"continuous_update": False}  # the value arrives on Enter or leaving the field
+        self.shape = widgets.Text(value=_ints_text(shape), description="shape", **on_enter)
+        self.stride = widgets.Text(value=_ints_text(contiguous), description="stride", **on_enter)
+        self.offset = widgets.IntText(value=0, description="offset", **on_enter)
+        hint = widgets.HTML("<small>type, then press Enter</small>")
         self.dtype = widgets.Dropdown(options=list(DTYPES), value=self._initial_dtype, description="dtype")
         self.contiguous_button = widgets.Button(
             description="contiguous strides", tooltip="set the strides a new tensor of this shape would have"
@@ -210,7 +223,7 @@ class StrideExplorer(Explorer):
         self.contiguous_button.on_click(lambda button: self.set_contiguous_strides())
         return widgets.VBox(
             [
-                widgets.HBox([self.shape, self.stride]),
+                widgets.HBox([self.shape, self.stride, hint]),
                 widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
                 self.message,
                 self.picture_view,
@@ -308,42 +321,166 @@ class StrideExplorer(Explorer):
         return tuple(rows)
 
     def _table_html(self) -> str:
+        """is_contiguous, the address formula, and the first elements' addresses in a compact scrolling table."""
         lay = self.layout_model
         verdict = "yes: row-major order, no gaps" if lay.is_contiguous else "no"
         head = (
             f"<p><b>t.is_contiguous()</b>: {verdict} · element address = "
             f"<code>{html.escape(lay.formula())}</code> · {lay.itemsize} bytes per element</p>"
         )
+        sticky = "position:sticky;top:0;background:#ffffff"  # the header stays in view while the rows scroll
+        numbers = 'style="padding:0 0 0 1.2em;text-align:right"'
         rows = "".join(
-            f"<tr><td>{p}</td><td>t[{', '.join(map(str, i))}]</td><td>{s}</td><td>{b}</td></tr>"
-            for p, i, s, b in self.addresses
+            f"<tr><td>t[{', '.join(map(str, index))}]</td><td {numbers}>{storage_index}</td>"
+            f"<td {numbers}>{byte_offset}</td></tr>"
+            for _, index, storage_index, byte_offset in self.addresses
         )
-        more = f"<p>… {lay.numel - len(self.addresses):,} more elements</p>" if lay.numel > len(self.addresses) else ""
+        header = (
+            f'<tr><th style="text-align:left;{sticky}">element</th>'
+            f'<th style="padding-left:1.2em;text-align:right;{sticky}">storage index</th>'
+            f'<th style="padding-left:1.2em;text-align:right;{sticky}">byte offset</th></tr>'
+        )
+        listed = len(self.addresses)
+        more = f"<p>… {lay.numel - listed:,} more elements</p>" if lay.numel > listed else ""
         return (
-            head + '<table style="font-family:monospace"><tr><th>element (row-major)</th><th>index</th>'
-            "<th>storage index</th><th>byte offset</th></tr>" + rows + "</table>" + more
+            f'{head}<div style="max-height:{TABLE_HEIGHT};overflow-y:auto;display:inline-block">'
+            '<table style="border-collapse:collapse;font-family:monospace;font-size:12px;line-height:1.35">'
+            f"{header}{rows}</table></div>{more}"
         )
+
+
+#: How the view/copy explorer's badge shows each verdict: (word, background, text colour, what the sentence
+#: beside it says after the expression). The colours are Okabe and Ito's, told apart with every common colour
+#: vision; the word and the sentence say it without colour.
+VERDICT_BADGES = {
+    "view": ("VIEW", "#0072B2", "#ffffff", "is a view of x"),
+    "copy": ("COPY", "#D55E00", "#ffffff", "is a copy"),
+    "in-place": ("IN-PLACE", "#F0E442", "#000000", "changes x in place"),
+    "same tensor": ("SAME TENSOR", "#E6E6E6", "#000000", "returns x itself"),
+}
+#: What the view/copy explorer's "compare with" dropdown shows when nothing is compared.
+NO_COMPARISON = "nothing"
+
+
+@dataclass(frozen=True)
+class OperationOutcome:
+    """What one operation on ``x`` did (``run_operation``): torch's verdict, the result and its picture, or why
+    it failed (then ``row`` and everything after it are None)."""
+
+    expression: str
+    summary: str
+    report: OpReport | None = None
+    row: OpRow | None = None
+    result: torch.Tensor | None = None
+    picture: LayoutPicture | None = None
+    scene: Scene | None = None
+
+
+def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> OperationOutcome:
+    """Run ``expression`` (Python, in ``x`` and ``torch``) on a fresh copy of ``x`` and say what it did.
+
+    Never raises on the operation's account: an expression that fails, returns something other than a
+    tensor, or gives a result the layout picture cannot draw is an outcome whose ``summary`` says why.
+
+    Args:
+        x: the tensor the expression reads as ``x``; never modified.
+        expression: e.g. ``"x.t()"``.
+        max_cells: the most storage cells the picture draws.
+
+    Returns:
+        An ``OperationOutcome``; its ``picture`` shows ``x`` and the result over their storages.
+    """
+    require_tensor(x, "x", allow_meta=False)
+    if not isinstance(expression, str):
+        raise TypeError(f"expression must be a str such as 'x.t()', got {describe(expression)}")
+    require_positive_int(max_cells, "max_cells")
+    captured = {}
+
+    def run(x):  # view_or_copy passes a fresh copy of x, by the name x
+        captured["x"] = x
+        captured["result"] = eval(expression, {"torch": torch}, {"x": x})  # noqa: S307 - the learner's own kernel
+        return captured["result"]
+
+    try:
+        report = view_or_copy({expression: run}, x=x)
+        result = captured.get("result")
+        if not isinstance(result, torch.Tensor):
+            return OperationOutcome(
+                expression, f"{expression} cannot run on this x: it returned {describe(result)}, not a tensor"
+            )
+        picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=max_cells)
+        scene = layout_scene(picture)
+    except Exception as error:  # noqa: BLE001 - any failure of the learner's op is shown, not raised
+        return OperationOutcome(
+            expression, f"{expression} cannot run on this x: {type(error).__name__}: {_first_line(error)}"
+        )
+    row = report[0]
+    shares = "shares memory with x" if row.shares_memory else "shares no memory with x"
+    ops = ", ".join(op_name(op) for op in row.aten_ops) or "(none)"
+    summary = (
+        f"{expression}: {row.verdict}, allocates {row.new_bytes:,} bytes{_temporaries(row)}, {shares}; "
+        f"aten ops: {ops}; after: {picture.summary}"
+    )
+    return OperationOutcome(expression, summary, report, row, result, picture, scene)
+
+
+def _temporaries(row: OpRow) -> str:
+    """What a row allocated while running beyond what it kept, in words ('' when nothing)."""
+    if row.total_new_bytes == row.new_bytes:
+        return ""
+    return f" ({row.total_new_bytes:,} bytes while running, temporaries included)"
+
+
+def verdict_html(outcome: OperationOutcome) -> str:
+    """A large VIEW / COPY / IN-PLACE badge (colour and word) and the facts behind it, as HTML.
+
+    The badge's sentence says the verdict in words too, for screen readers and for readers without colour.
+    A failed outcome is its ⚠ message.
+    """
+    if not isinstance(outcome, OperationOutcome):
+        raise TypeError(f"outcome must be an OperationOutcome, got {describe(outcome)}")
+    row = outcome.row
+    if row is None:
+        return f'<div style="color:#a00000"><b>⚠ {html.escape(outcome.summary)}</b></div>'
+    word, background, color, says = VERDICT_BADGES.get(
+        row.verdict, (row.verdict.upper(), "#E6E6E6", "#000000", f"is: {row.verdict}")
+    )
+    shares = "shares memory with x" if row.shares_memory else "shares no memory with x"
+    sentence = f"<code>{html.escape(outcome.expression)}</code> {html.escape(says)}"
+    ops = ", ".join(op_name(op) for op in row.aten_ops) or "(none)"
+    cell = 'style="padding:0 0.8em 0 0"'
+    return (
+        f'<div role="status" style="margin:4px 0">'
+        f'<span style="display:inline-block;padding:2px 14px;border-radius:6px;background:{background};'
+        f"color:{color};border:2px solid #000000;font:bold 26px sans-serif;letter-spacing:0.04em;"
+        f'vertical-align:middle">{word}</span>'
+        f'<div style="font-size:14px;margin-top:2px">{sentence}: {shares}</div></div>'
+        '<table style="border-collapse:collapse;font-family:monospace;font-size:12px">'
+        f"<tr><td {cell}>bytes allocated</td><td>{row.new_bytes:,}{html.escape(_temporaries(row))}</td></tr>"
+        f"<tr><td {cell}>shares memory with x</td><td>{'yes' if row.shares_memory else 'no'}</td></tr>"
+        f"<tr><td {cell}>aten ops</td><td>{html.escape(ops)}</td></tr></table>"
+    )
 
 
 class ViewCopyExplorer(Explorer):
     """Pick an operation on ``x``; see whether it views or copies, what it allocates, and the layouts.
 
-    Widgets: ``operation`` (dropdown of expressions in ``x``), ``verdict`` (view or copy, bytes, shares
-    memory, aten ops), ``message`` (an operation that fails for this ``x``), ``before_view`` and
-    ``after_view`` (layout pictures of ``x``, and of ``x`` with the result after the operation).
+    Widgets: ``operation`` (dropdown of expressions in ``x``), ``compare`` (a second one, or
+    ``NO_COMPARISON``), ``message`` (an operation that fails for this ``x``), ``verdict`` (a large VIEW /
+    COPY / IN-PLACE badge, bytes, shares memory, aten ops) and ``after_view`` (the layout picture of ``x`` and
+    the result), and beside them ``compare_verdict`` and ``compare_view`` for the compared operation.
 
     Args:
         x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
-        operations: expressions in ``x`` for the dropdown (default ``OPERATIONS``).
+        operations: expressions in ``x`` for the dropdowns (default ``OPERATIONS``).
         max_cells: the most storage cells each picture draws.
 
     Attributes after each ``update()``:
-        row: the ``OpRow`` from ``view_or_copy`` (None when the operation failed).
-        result: the result tensor (run on a fresh copy of ``x``; ``x`` itself is never changed).
+        outcome: the chosen operation's ``OperationOutcome``; ``compared``: the compared one's (or None).
+        report, row, result, picture, scene: the chosen operation's (``OpReport``, ``OpRow``, result tensor,
+            ``LayoutPicture`` of x and the result, its ``Scene``); None when it failed.
         layout_model: the result's ``Layout``.
-        picture, before_picture: the ``LayoutPicture`` after and before.
-        scene: the after picture's ``Scene`` (None when the operation failed).
-        summary: one line describing the current state.
+        summary: one line describing the current state (and the compared operation's, after " · compared with ").
     """
 
     def __init__(self, x=None, operations=None, max_cells: int = 64):
@@ -362,93 +499,79 @@ class ViewCopyExplorer(Explorer):
         require_positive_int(max_cells, "max_cells")
         self.max_cells = max_cells
         self._operations = list(operations)
-        self.before_picture = layout_picture(self.x, names=["x"], max_cells=max_cells)
-        _ = self.widget  # the dropdown holds the setting, so the widgets are made now
+        _ = self.widget  # the dropdowns hold the setting, so the widgets are made now
         self.update()
 
     def _build(self, widgets):
-        """The operation dropdown (wired to ``update``), the verdict, the message, and the pictures before and after."""
+        """Two operation dropdowns (wired to ``update``), the message, and a verdict and picture per operation."""
         self.operation = widgets.Dropdown(
             options=self._operations,
             value=self._operations[0],
             description="operation",
             layout=widgets.Layout(width="max-content"),
         )
-        self.verdict = widgets.HTML()
+        self.compare = widgets.Dropdown(
+            options=[NO_COMPARISON, *self._operations],
+            value=NO_COMPARISON,
+            description="compare with",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="max-content"),
+        )
         self.message = widgets.HTML()
-        self.before_view = widgets.HTML(self.svg_html(scene=layout_scene(self.before_picture)))
+        self.verdict = widgets.HTML()
         self.after_view = widgets.HTML()
-        self.operation.observe(lambda change: self.update(), names="value")
+        self.compare_verdict = widgets.HTML()
+        self.compare_view = widgets.HTML()
+        self.compare_panel = widgets.VBox([self.compare_verdict, self.compare_view])
+        for control in (self.operation, self.compare):
+            control.observe(lambda change: self.update(), names="value")
+        side_by_side = widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="8px 24px")
         return widgets.VBox(
             [
-                self.operation,
-                self.verdict,
+                widgets.HBox([self.operation, self.compare], layout=widgets.Layout(flex_flow="row wrap")),
                 self.message,
-                widgets.HTML("<b>before</b>"),
-                self.before_view,
-                widgets.HTML("<b>after</b>"),
-                self.after_view,
+                widgets.HBox([widgets.VBox([self.verdict, self.after_view]), self.compare_panel], layout=side_by_side),
             ]
         )
 
     def update(self) -> None:
-        """Run the chosen operation (on a fresh copy of ``x``) and redraw everything.
+        """Run the chosen operation and the compared one (each on a fresh copy of ``x``) and redraw everything.
 
-        Never raises: whatever fails (the operation, or drawing an unusual result) is shown in ``message``.
+        Never raises: whatever fails (an operation, or drawing an unusual result) is shown in ``message``.
         """
         try:
             self._update()
         except Exception as error:  # noqa: BLE001 - a widget callback must show the problem, not raise it
-            self._invalid(self.operation.value, f"{type(error).__name__}: {_first_line(error)}")
+            self._show(
+                OperationOutcome(
+                    self.operation.value,
+                    f"{self.operation.value} cannot run on this x: {type(error).__name__}: {_first_line(error)}",
+                ),
+                None,
+            )
 
     def _update(self) -> None:
-        expression = self.operation.value
-        captured = {}
+        outcome = run_operation(self.x, self.operation.value, self.max_cells)
+        other = self.compare.value
+        compared = None if other == NO_COMPARISON else run_operation(self.x, other, self.max_cells)
+        self._show(outcome, compared)
 
-        def run(x):
-            captured["x"] = x
-            captured["result"] = eval(expression, {"torch": torch}, {"x": x})  # noqa: S307 - the course's own list
-            return captured["result"]
-
-        try:
-            report = view_or_copy({expression: run}, x=self.x)
-        except Exception as error:  # noqa: BLE001 - any failure of the learner's op is shown, not raised
-            self._invalid(expression, f"{type(error).__name__}: {error}")
-            return
-        result = captured.get("result")
-        if not isinstance(result, torch.Tensor):
-            self._invalid(expression, f"it returned {describe(result)}, not a tensor")
-            return
-        self.report, self.row, self.result = report, report[0], result
-        self.picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=self.max_cells)
-        self.layout_model = self.picture.rows[-1].layout
-        row = self.row
-        shares = "shares memory with x" if row.shares_memory else "shares no memory with x"
-        extra = ""
-        if row.total_new_bytes != row.new_bytes:
-            extra = f" ({row.total_new_bytes:,} bytes while running, temporaries included)"
-        ops = ", ".join(op_name(op) for op in row.aten_ops) or "(none)"
-        self.summary = (
-            f"{expression}: {row.verdict}, allocates {row.new_bytes:,} bytes{extra}, {shares}; aten ops: {ops}; "
-            f"after: {self.picture.summary}"
-        )
-        self.message.value = ""
-        self.verdict.value = (
-            '<table style="font-family:monospace">'
-            f"<tr><td>view or copy</td><td><b>{html.escape(row.verdict)}</b></td></tr>"
-            f"<tr><td>bytes allocated</td><td>{row.new_bytes:,}{html.escape(extra)}</td></tr>"
-            f"<tr><td>shares memory with x</td><td>{'yes' if row.shares_memory else 'no'}</td></tr>"
-            f"<tr><td>aten ops</td><td>{html.escape(ops)}</td></tr></table>"
-        )
-        self.scene = layout_scene(self.picture)
+    def _show(self, outcome: OperationOutcome, compared: OperationOutcome | None) -> None:
+        """Keep both outcomes and show them: badges, pictures side by side, the message and the summary."""
+        self.outcome, self.compared = outcome, compared
+        self.report, self.row, self.result = outcome.report, outcome.row, outcome.result
+        self.picture, self.scene = outcome.picture, outcome.scene
+        self.layout_model = None if outcome.picture is None else outcome.picture.rows[-1].layout
+        self.summary = outcome.summary + ("" if compared is None else f" · compared with {compared.summary}")
+        failed = outcome.row is None
+        self.message.value = verdict_html(outcome) if failed else ""
+        self.verdict.value = "" if failed else verdict_html(outcome)
         self.after_view.value = self.svg_html()
-
-    def _invalid(self, expression: str, why: str) -> None:
-        self.report = self.row = self.result = self.layout_model = self.picture = self.scene = None
-        self.summary = f"{expression} cannot run on this x: {why}"
-        self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(self.summary)}</b></div>'
-        self.verdict.value = ""
-        self.after_view.value = ""
+        self.compare_panel.layout.display = "none" if compared is None else None
+        self.compare_verdict.value = "" if compared is None else verdict_html(compared)
+        self.compare_view.value = (
+            "" if compared is None or compared.scene is None else self.svg_html(scene=compared.scene)
+        )
 
 
 def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:
@@ -473,7 +596,7 @@ def view_copy_explorer(x=None, operations=None) -> ViewCopyExplorer:
 
     Args:
         x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
-        operations: expressions in ``x`` for the dropdown (default ``OPERATIONS``).
+        operations: expressions in ``x`` for the dropdowns (default ``OPERATIONS``).
 
     Returns:
         A ``ViewCopyExplorer``; as a cell's last expression it displays as widgets.
@@ -487,10 +610,14 @@ def view_copy_explorer(x=None, operations=None) -> ViewCopyExplorer:
 
 __all__ = [
     "DTYPES",
+    "NO_COMPARISON",
     "OPERATIONS",
+    "VERDICT_BADGES",
+    "OperationOutcome",
     "StrideExplorer",
     "ViewCopyExplorer",
     "parse_ints",
+    "run_operation",
     "stride_explorer",
     "view_copy_explorer",
 ]
