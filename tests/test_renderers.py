@@ -169,3 +169,22 @@ def test_renderers_reject_what_is_not_a_scene():
         render_mpl.render(scene(), fig="figure")
     with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
         render_mpl.render(scene(), ax=1)
+
+
+def test_side_by_side_places_panels_apart_and_keeps_ids_and_styles_unique():
+    from tutorial_lib.pictures.scene import side_by_side
+
+    other = Scene(50.0, 200.0, (Rect(0, 0, 10, 10, "box", "rect"),), {"box": Style(fill="#ff0000")}, "other")
+    both = side_by_side([scene(), other], ["left", "right"], gap=10)
+    assert both.width == 120 + 10 + 50 and both.height == 16 + 200
+    assert both.title == "left: one of each <primitive> | right: other"
+    ids = both.ids()
+    assert ids["1/rect"].x == 130 and ids["1/rect"].y == 16 and ids["0/rect"].x == 10
+    assert ids["0/rect"].style == "box" and ids["1/rect"].style == "1/box"  # same name, another look
+    assert both.styles["1/box"].fill == "#ff0000" and both.styles["box"] == STYLES["box"]
+    assert [t for t in both.texts() if t[0].endswith("caption")] == [("0/caption", "left"), ("1/caption", "right")]
+    ET.fromstring(render_svg.svg(both))
+    with pytest.raises(ValueError, match="captions"):
+        side_by_side([scene()], ["a", "b"])
+    with pytest.raises(TypeError, match="scenes"):
+        side_by_side([])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: The largest figure a scene is drawn at (width, height in inches); bigger scenes are scaled down.
 MAX_FIGURE_INCHES = (30.0, 60.0)
@@ -197,3 +197,40 @@ def in_drawing_order(scene: Scene) -> list[tuple[str, type, list]]:
     keys = list(runs)
     order = sorted(range(len(keys)), key=lambda k: (scene.styles[keys[k][0]].zorder, k))
     return [(keys[k][0], keys[k][1], runs[keys[k]]) for k in order]
+
+
+def _moved(item, dx: float, dy: float, style: str, ident: str):
+    """``item`` shifted by (dx, dy), with a new style name and id."""
+    if isinstance(item, (Rect, Text)):
+        return replace(item, x=item.x + dx, y=item.y + dy, style=style, id=ident)
+    return replace(item, points=tuple((x + dx, y + dy) for x, y in item.points), style=style, id=ident)
+
+
+def side_by_side(scenes, captions=None, gap: float = 18.0) -> Scene:
+    """Scenes next to each other, tops aligned, each under its caption (for comparisons the text makes).
+
+    Item ids become ``<k>/<id>`` (k = the panel, from 0) so they stay unique; a style two panels define
+    differently is renamed ``<k>/<style>``. The title joins "caption: title" of the panels with " | ".
+    """
+    scenes = list(scenes)
+    if not scenes or not all(isinstance(s, Scene) for s in scenes):
+        raise TypeError("scenes must be a non-empty list of Scene")
+    captions = list(captions) if captions is not None else [""] * len(scenes)
+    if len(captions) != len(scenes) or not all(isinstance(c, str) for c in captions):
+        raise ValueError(f"captions must be one str per scene ({len(scenes)}), got {captions!r}")
+    styles = {"panel-caption": Style(family="sans", size=10.0, weight="bold", zorder=9)}
+    top = 16.0 if any(captions) else 0.0
+    items, x = [], 0.0
+    for k, (scene, caption) in enumerate(zip(scenes, captions)):
+        if caption:
+            items.append(Text(x + 4, 2, caption, "panel-caption", f"{k}/caption"))
+        for item in scene.items:
+            style = item.style
+            if styles.get(style, scene.styles[style]) != scene.styles[style]:
+                style = f"{k}/{style}"
+            styles[style] = scene.styles[item.style]
+            items.append(_moved(item, x, top, style, f"{k}/{item.id}" if item.id else ""))
+        x += scene.width + gap
+    height = top + max(s.height for s in scenes)
+    title = " | ".join(f"{c}: {s.title}" if c and s.title else c or s.title for s, c in zip(scenes, captions))
+    return Scene(x - gap, height, tuple(items), styles, title)
