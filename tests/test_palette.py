@@ -76,3 +76,11 @@ def test_verdict_colours_stay_apart_for_colour_blind_readers(vision):
 
 def test_smallest_text_is_readable():
     assert palette.MIN_TEXT_PT >= 7 and palette.TEXT_PT >= palette.MIN_TEXT_PT and palette.TITLE_PT > palette.TEXT_PT
+
+
+def test_tint_mixes_with_white():
+    assert palette.tint("#cc3311", 0) == "#ffffff" and palette.tint("#cc3311", 1) == "#cc3311"
+    assert palette.tint("#000000", 0.5) == "#808080"
+    for bad in (("red", 0.5), ("#cc3311", 1.5), ("#cc3311", True)):
+        with pytest.raises(ValueError):
+            palette.tint(*bad)

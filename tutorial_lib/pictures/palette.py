@@ -65,3 +65,13 @@ def tensor_colour(index: int) -> str:
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"index must be an int >= 0, got {index!r}")
     return TENSOR_TINTS[index % len(TENSOR_TINTS)]
+
+
+def tint(colour: str, share: float) -> str:
+    """``colour`` mixed with white: ``share`` of the colour (0 gives white, 1 the colour), as ``#rrggbb``."""
+    if not (isinstance(colour, str) and len(colour) == 7 and colour.startswith("#")):
+        raise ValueError(f"colour must be a '#rrggbb' string, got {colour!r}")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ValueError(f"share must be a number from 0 to 1, got {share!r}")
+    channels = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - (255 - c) * share):02x}" for c in channels)

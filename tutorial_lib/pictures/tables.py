@@ -14,14 +14,15 @@ import itertools
 from ..common.checks import describe
 from ..common.text import plural
 from ..facts.ops import OpReport, view_or_copy
+from .palette import COPY, INK, STALE, tint
 from .scene import FAMILIES
 
 #: Each verdict's mark, its plural in the caption, and its look: row tint, left bar and verdict colour
 #: (Okabe-Ito orange for copies, reddish purple for in-place writes: told apart with any colour vision).
 _VERDICTS = {
     "view": ("👁 view", "view", "views", "", "", "#1a1a1a"),
-    "copy": ("📄 copy", "copy", "copies", "#fde8cf", "4px solid #e69f00", "#8a4b00"),
-    "in-place": ("✎ in-place", "in-place write", "in-place writes", "#f6dcea", "4px solid #cc79a7", "#7a1f55"),
+    "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2), f"4px solid {COPY}", INK),
+    "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15), f"4px solid {STALE}", STALE),
     "same tensor": ("= same tensor", "same tensor", "same tensor", "", "", "#1a1a1a"),
     "not a tensor": ("– not a tensor", "not a tensor", "not a tensor", "", "", "#666666"),
 }
