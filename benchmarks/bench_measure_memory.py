@@ -4,7 +4,9 @@ Prints two tables. Time: the median of each workload run plain, under the aten-l
 `measure_memory` did on the CPU before issue 13, still used when a profiler is already running:
 `tutorial_lib.facts.memory._measure_aten_outputs`), and under today's `measure_memory` (the profiler's memory
 events plus a dispatch mode that names the ops). Figures: the peak each of the two reports, next to the allocator's own
-(`torch.profiler.profile(profile_memory=True)`, added up here). Run with `make bench` or
+(`torch.profiler.profile(profile_memory=True)`, added up here). A third table: what drawing a report's timeline
+costs (its scene, the matplotlib figure with its PNG, the SVG), by the number of ops and allocations. Run with
+`make bench` or
 `python benchmarks/bench_measure_memory.py`. Timings are never asserted in tests.
 """
 
@@ -18,8 +20,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tutorial_lib import measure_memory
+from tutorial_lib import draw_memory_timeline, measure_memory
 from tutorial_lib.facts.memory import _measure_aten_outputs
+from tutorial_lib.pictures.render_mpl import png_bytes
+from tutorial_lib.pictures.timeline import memory_scene, memory_svg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from allocator_truth import allocator_figures  # noqa: E402  (the tests' ground truth, not a package)
@@ -100,6 +104,16 @@ def main():
     print(f"{'workload':<30} {'aten-level peak':>16} {'allocator peak':>15} {'profiler says':>14}")
     for label, *_, old_peak, new_peak, truth in rows:
         print(f"{label:<30} {old_peak:>16,} {new_peak:>15,} {truth:>14,}")
+    print()
+    print(f"{'drawing the timeline of':<30} {'ops':>5} {'allocs':>7} {'scene ms':>9} {'PNG ms':>8} {'SVG ms':>8}")
+    for label, run in workloads()[1:]:
+        with measure_memory() as report:
+            run()
+        scene = median_ms(lambda: memory_scene(report))
+        png = median_ms(lambda: png_bytes(draw_memory_timeline(report)))
+        svg = median_ms(lambda: memory_svg(report))
+        ops, allocations = len(report.timeline), len(report.allocations)
+        print(f"{label:<30} {ops:>5} {allocations:>7} {scene:>9.1f} {png:>8.1f} {svg:>8.1f}")
 
 
 if __name__ == "__main__":

@@ -404,3 +404,194 @@ def test_foreach_updates_still_bump_versions_inside_a_block(fallback):
     assert bool(mem.unseen) == fallback
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.backward()
+
+
+# ------------------------------------------------------------------- 7. allocations on the op axis (issue 14)
+def signed_stack(report, column):
+    """What the report's allocations say is held after the op at ``column`` returned."""
+    total = 0
+    for allocation in report.allocations:
+        made_by_then = allocation.allocated_at is None or allocation.allocated_at <= column
+        gone = allocation.freed_at is not None and (
+            allocation.freed_at < column or (allocation.freed_at == column and allocation.freed_inside)
+        )
+        if allocation.allocated_at is None:
+            total -= allocation.nbytes if gone else 0
+        elif made_by_then and not gone:
+            total += allocation.nbytes
+    return total
+
+
+def check_allocations_add_up(report):
+    """The allocations are the totals, column by column: the invariants every report keeps."""
+    assert len(report.phases) == len(report.most_held) == len(report.timeline)
+    for column, (name, held) in enumerate(report.timeline):
+        assert signed_stack(report, column) == held, (column, name)
+        assert report.most_held[column] >= held
+    survivors = sum(a.nbytes for a in report.allocations if a.allocated_at is not None and a.freed_at is None)
+    from_before = sum(a.nbytes for a in report.allocations if a.allocated_at is None)
+    assert survivors - from_before == report.allocated
+    assert max(report.most_held, default=0) == report.peak or not report.timeline
+    names = [name for name, _ in report.timeline]
+    for allocation in report.allocations:
+        assert allocation.kind in memory_module.KINDS
+        if allocation.allocated_at is not None:
+            assert allocation.allocated_by == names[allocation.allocated_at]
+            assert allocation.freed_at is None or allocation.freed_at >= allocation.allocated_at
+        if allocation.freed_at is not None:
+            assert allocation.freed_by == names[allocation.freed_at]
+        else:
+            assert not allocation.freed_inside
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 20_000),
+    st.lists(st.tuples(st.sampled_from(sorted(STEPS)), st.integers(0, 50), st.booleans()), min_size=1, max_size=6),
+)
+def test_allocations_are_the_allocators_own_events(size, steps):
+    x = torch.randn(size)
+    truth, kept = allocator_figures(lambda: run_steps(x, steps, False))
+    del kept
+    with measure_memory() as mem:
+        alive = run_steps(x, steps, False)
+    made = [a for a in mem.allocations if a.allocated_at is not None]
+    assert len(made) == truth.allocations  # one entry per allocation event of the allocator
+    check_allocations_add_up(mem)
+    del alive
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.sampled_from(["relu", "rebind_mask", "resize", "add_"]), min_size=1, max_size=5))
+def test_memory_from_before_the_block_is_freed_on_the_axis(operations):
+    x = torch.randn(5000)
+    with measure_memory() as mem:
+        for operation in operations:
+            if operation == "relu":
+                x = x.relu()
+            elif operation == "rebind_mask":
+                x = x[x > -10]
+            elif operation == "resize":
+                x.resize_(x.numel() + 1000)
+            else:
+                x.add_(1)
+    check_allocations_add_up(mem)
+    assert all(a.kind == "from before the block" for a in mem.allocations if a.allocated_at is None)
+
+
+def test_a_free_between_two_ops_belongs_to_the_op_before_it():
+    x = torch.randn(1000)
+    with measure_memory() as mem:
+        total = (x * 2).sum()  # the product is let go as sum returns
+        y = x.relu()
+        y = y.relu()  # the first relu's result is let go as the second relu returns
+    names = [name for name, _ in mem.timeline]
+    assert names == ["aten::mul", "aten::sum", "aten::relu", "aten::relu"]
+    product, first_relu = [a for a in mem.allocations if a.nbytes == 4000 and a.freed_at is not None]
+    assert (product.allocated_by, product.freed_at, product.freed_inside) == ("aten::mul", 1, False)
+    assert (first_relu.allocated_at, first_relu.freed_at, first_relu.freed_inside) == (2, 3, False)
+    assert product.kind == first_relu.kind == "temporary"
+    kept = sorted(a.nbytes for a in mem.allocations if a.freed_at is None)
+    assert kept == sorted([nbytes(total), nbytes(y)])
+    check_allocations_add_up(mem)
+
+
+def test_scratch_memory_is_freed_inside_the_op_that_made_it():
+    x = torch.randn(1000, 1000)
+    truth, kept = allocator_figures(lambda: x[x > 0])
+    del kept
+    with measure_memory() as mem:
+        kept = x[x > 0]
+    scratch = [a for a in mem.allocations if a.kind == "scratch"]
+    assert scratch and all(a.freed_inside and a.freed_at == a.allocated_at for a in scratch)
+    assert mem.most_held[-1] == mem.peak == truth.peak > mem.timeline[-1][1]
+    assert mem.allocated == nbytes(kept)
+    check_allocations_add_up(mem)
+
+
+def test_record_function_ranges_are_phases_and_not_ops():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.Adam(model.parameters())
+    inputs = torch.randn(8, 16)
+    with measure_memory() as mem, trace_ops() as ops:
+        with torch.profiler.record_function("forward"):
+            loss = model(inputs).sum()
+        loss.backward()
+        optimizer.step()
+    names = [name for name, _ in mem.timeline]
+    assert not any(name.startswith("profiler::") for name in names)
+    assert names == [r.name for r in ops if not r.name.startswith("profiler::")]
+    phases = list(dict.fromkeys(mem.phases))
+    assert phases == ["forward", None, "backward", "Adam.step"]  # None: the starting gradient of backward()
+    kinds = {a.kind for a in mem.allocations}
+    assert {"activation", "gradient", "optimizer state"} <= kinds
+    grads = sorted(nbytes(p.grad) for p in model.parameters())
+    assert sorted(a.nbytes for a in mem.allocations if a.kind == "gradient") == grads
+    state = sum(nbytes(v) for s in optimizer.state.values() for v in s.values())
+    assert sum(a.nbytes for a in mem.allocations if a.kind == "optimizer state") == state
+    assert all(mem.phases[a.allocated_at] == "Adam.step" for a in mem.allocations if a.kind == "optimizer state")
+    check_allocations_add_up(mem)
+
+
+def test_parameters_made_in_the_block_are_named_and_the_rest_is_unknown():
+    with measure_memory() as mem:
+        layer = nn.Linear(100, 10)
+        out = layer(torch.ones(1, 100))
+    parameter_bytes = sorted(nbytes(p) for p in layer.parameters())
+    assert sorted(a.nbytes for a in mem.allocations if a.kind == "parameter") == parameter_bytes
+    unknown = [a for a in mem.allocations if a.kind == "unknown"]
+    assert nbytes(out) in [a.nbytes for a in unknown]
+    assert "unknown" in memory_module.KINDS
+    check_allocations_add_up(mem)
+
+
+def test_nested_ranges_name_the_innermost_and_a_range_from_before_the_block_is_ignored():
+    x = torch.ones(100)
+    outer = torch.profiler.record_function("before the block")
+    outer.__enter__()
+    with measure_memory() as mem:
+        a = x + 1
+        with torch.profiler.record_function("step"):
+            b = x * 2
+            with torch.profiler.record_function("inner"):
+                c = x - 1
+            d = x / 2
+        outer.__exit__(None, None, None)
+        e = x.neg()
+    assert mem.phases == (None, "step", "inner", "step", None)
+    del a, b, c, d, e
+
+
+def test_the_storage_tracker_places_allocations_the_same_way():
+    """The fallback under a running profiler (and the CUDA path) keeps the same books from storages."""
+    x = torch.randn(1000)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        with measure_memory() as mem:
+            total = (x * 2).sum()
+            y = x.relu()
+            y = y.relu()
+            with torch.profiler.record_function("last"):
+                z = x.resize_(2000)
+    assert mem.unseen
+    check_allocations_add_up(mem)
+    assert mem.phases[-1] == "last"
+    product = next(a for a in mem.allocations if a.allocated_by == "aten::mul")
+    assert (product.freed_at, product.freed_inside, product.kind) == (1, False, "temporary")
+    assert [a.kind for a in mem.allocations if a.allocated_at is None] == ["from before the block"]
+    del total, z
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["allocator", "under a running profiler"])
+def test_an_op_that_raises_is_on_the_axis_and_the_books_still_add_up(fallback):
+    x = torch.randn(1000)
+    profiler = (
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        if fallback
+        else contextlib.nullcontext()
+    )
+    with profiler, pytest.raises(RuntimeError), measure_memory() as mem:
+        y = x * 2
+        x.view(3, -1)  # raises inside aten::view
+    assert [name for name, _ in mem.timeline] == ["aten::mul", "aten::view"]
+    check_allocations_add_up(mem)
+    del y

@@ -1,16 +1,32 @@
-"""The memory timeline draws what the model layer measured, nothing else (the op table: test_tables.py)."""
+"""The memory timeline draws what the model layer measured, nothing else (the op table: test_tables.py).
+
+Tests read the scene: each column's bands, measured in points against the byte axis's own ticks, are the bytes
+the report says were held; phases, op names, start, end and the peak are where the picture says they are.
+"""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch import nn  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
-from tutorial_lib.facts.memory import MiB  # noqa: E402
-from tutorial_lib.pictures.timeline import draw_memory_timeline  # noqa: E402
+from tutorial_lib.facts.memory import KINDS, Allocation, MemoryReport  # noqa: E402
+from tutorial_lib.pictures.scene import Polygon, Rect, Text, text_width  # noqa: E402
+from tutorial_lib.pictures.timeline import (  # noqa: E402
+    MAX_BANDS,
+    draw_memory_timeline,
+    memory_scene,
+    memory_svg,
+    memory_timeline_summary,
+)
 
 
 def measured_pair():
@@ -23,28 +39,261 @@ def measured_pair():
     return out_of_place, in_place
 
 
-def test_timeline_lines_are_the_measured_bytes():
+def points_per_byte(scene, run=0):
+    """The byte axis's scale, read from two of its tick labels (``'2 MiB'``) and their heights."""
+    units = {"B": 1, "KiB": 2**10, "MiB": 2**20}
+    ticks = []
+    for item in scene.items:
+        if isinstance(item, Text) and item.id.startswith(f"run{run}-tick-label-"):
+            value, unit = item.text.split()
+            ticks.append((float(value) * units[unit], item.y))
+    (low, low_y), (high, high_y) = ticks[0], ticks[-1]
+    return (low_y - high_y) / (high - low), low_y + low * (low_y - high_y) / (high - low)  # scale, y of 0 bytes
+
+
+def column_heights(scene, run, column):
+    """Bytes the bands stack above and below zero in one op column (``column='end'`` for the end)."""
+    ident = f"run{run}-end" if column == "end" else f"run{run}-op-{column}"
+    box = scene.ids()[ident]
+    x = box.x + box.w / 2
+    scale, _ = points_per_byte(scene, run)
+    above = below = 0.0
+    for item in scene.items:
+        if not (isinstance(item, Polygon) and item.id.startswith(f"run{run}-")):
+            continue
+        edges = [
+            p[1]
+            for p, q in zip(item.points, item.points[1:] + item.points[:1])
+            if p[1] == q[1] and min(p[0], q[0]) < x < max(p[0], q[0])
+        ]
+        if len(edges) == 2:
+            height = (max(edges) - min(edges)) / scale
+            if "-before-" in item.id:
+                below += height
+            else:
+                above += height
+    return above, below
+
+
+STEPS = {
+    "relu": lambda x: x.relu(),
+    "double": lambda x: x * 2,
+    "sum": lambda x: x.sum().expand(x.shape).clone(),
+    "mask": lambda x: x[x > 0],
+    "cat": lambda x: torch.cat([x, x])[: x.numel()],
+    "add_": lambda x: x.add_(1),
+}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(10, 5000), st.lists(st.sampled_from(sorted(STEPS)), min_size=1, max_size=6))
+def test_each_column_stacks_the_bytes_the_report_says_were_held(size, steps):
+    x = torch.randn(size)
+    with tl.measure_memory() as mem:
+        for step in steps:
+            x = STEPS[step](x)  # rebinding: the old x is freed, from before the block on the first step
+    scene = memory_scene(mem)
+    for column, (_, held) in enumerate(mem.timeline):
+        above, below = column_heights(scene, 0, column)
+        # bands: what was held when the op returned; hatched on top: what it held only while it ran
+        assert above - below == pytest.approx(mem.most_held[column], abs=size * 0.01 + 2)
+    above, below = column_heights(scene, 0, "end")
+    assert above - below == pytest.approx(mem.allocated, abs=size * 0.01 + 2)
+    assert scene.title == memory_timeline_summary([mem], ["block"])
+
+
+def test_a_band_ends_at_the_op_that_frees_it():
+    t = torch.randn(1000)
+    with tl.measure_memory() as mem:
+        total = (t * 2).sum()  # the product is freed as sum returns: its band covers mul and sum, not the end
+    scene = memory_scene(mem, labels=["(t * 2).sum()"])
+    ids = scene.ids()
+    product = next(
+        i
+        for i, item in ids.items()
+        if isinstance(item, Polygon)
+        and "-band-" in i
+        and max(p[1] for p in item.points) - min(p[1] for p in item.points) > 5
+    )
+    right = max(p[0] for p in ids[product].points)
+    sum_column = ids["run0-op-1"]
+    assert right == pytest.approx(sum_column.x + sum_column.w)
+    assert right < ids["run0-end"].x
+    assert column_heights(scene, 0, "end")[0] == pytest.approx(4, abs=1)
+    del total
+
+
+def test_start_end_and_the_op_names_are_marked():
+    out_of_place, _ = measured_pair()
+    scene = memory_scene(out_of_place)
+    texts = dict(scene.texts())
+    assert [texts[f"run0-op-name-{k}"] for k in range(3)] == ["mul", "relu", "sum"]
+    assert texts["run0-start-label"] == "start" and texts["run0-end-label"] == "end"
+    start, end, frame = (scene.ids()[f"run0-{name}"] for name in ("start", "end", "frame"))
+    assert start.x + start.w < frame.x and frame.x + frame.w < end.x  # start and end stand apart from the ops
+    assert "run0-op-note" not in texts
+
+
+def test_many_ops_name_every_kth_and_say_so():
+    x = torch.randn(100)
+    with tl.measure_memory() as mem:
+        for _ in range(60):
+            x = x + 1
+    scene = memory_scene(mem)
+    texts = dict(scene.texts())
+    named = [ident for ident in texts if ident.startswith("run0-op-name-")]
+    assert 10 <= len(named) <= 24
+    assert texts["run0-op-note"] == "op names: one in every 3 (60 ops)"
+    assert len([i for i in scene.ids() if re.fullmatch(r"run0-op-\d+", i)]) == 60  # a hover column per op
+    assert "run0-op-name-0" not in dict(memory_scene(mem, show_ops=False).texts())
+
+
+def test_the_peak_label_stays_inside_the_frame():
+    for work in (lambda x: x.relu(), lambda x: (x * 2).sum(), lambda x: [x + i for i in range(30)]):
+        x = torch.randn(1000)
+        with tl.measure_memory() as mem:
+            kept = work(x)
+        scene = memory_scene(mem)
+        label, frame = scene.ids()["run0-peak-label"], scene.ids()["run0-frame"]
+        width = text_width(label.text, "sans", scene.styles["peak-label"].size, "bold")
+        left = label.x if label.anchor == "start" else label.x - width
+        assert frame.x <= left and left + width <= frame.x + frame.w
+        assert label.y - scene.styles["peak-label"].size >= frame.y  # under the frame's top edge
+        assert label.text == f"peak {tl.pictures.timeline.short_bytes(mem.peak)}"
+        del kept
+
+
+def train_step(model, optimizer, inputs):
+    optimizer.zero_grad(set_to_none=False)
+    with torch.profiler.record_function("forward"):
+        loss = model(inputs).sum()
+    loss.backward()
+    optimizer.step()
+
+
+def test_phases_are_shaded_named_and_aligned_across_runs():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
+    optimizer = torch.optim.Adam(model.parameters())
+    inputs = torch.randn(16, 32)
+    reports = []
+    for _ in range(2):  # the first step has no zero_ and makes Adam's state: fewer and more ops
+        with tl.measure_memory() as mem:
+            train_step(model, optimizer, inputs)
+        reports.append(mem)
+    assert len(reports[0].timeline) != len(reports[1].timeline)
+    scene = memory_scene(reports, labels=["1st step", "2nd step"])
+    texts = dict(scene.texts())
+    names = [[texts[i] for i in texts if i.startswith(f"run{run}-phase-name-")] for run in range(2)]
+    assert names[0] == ["forward", "backward", "Adam.step"]
+    assert names[1] == ["Adam.zero_grad", "forward", "backward", "Adam.step"]
+    shades = [
+        {
+            texts[i.replace("phase-", "phase-name-")]: scene.ids()[i]
+            for i in scene.ids()
+            if re.fullmatch(rf"run{run}-phase-\d+", i)
+        }
+        for run in range(2)
+    ]
+    for phase in ("forward", "backward", "Adam.step"):
+        first, second = shades[0][phase], shades[1][phase]
+        assert (first.x, first.w, first.style) == (second.x, second.w, second.style)  # aligned, one shade each
+    assert "phases forward" in scene.title and "Adam.step" in scene.title
+    kinds = {texts[i] for i in texts if i.startswith("legend-")}
+    assert {"activation", "gradient", "optimizer state", "phase (named above it)"} <= kinds
+
+
+def test_memory_from_before_the_block_is_drawn_below_zero():
+    x = torch.randn(1000)
+    with tl.measure_memory() as mem:
+        x = x.relu()  # the old x goes: 4,000 bytes from before the block
+    scene = memory_scene(mem)
+    assert mem.allocated == 0
+    above, below = column_heights(scene, 0, "end")
+    assert above == pytest.approx(4000, abs=40) and below == pytest.approx(4000, abs=40)
+    assert "from before the block" in dict(scene.texts()).values()
+
+
+def test_many_allocations_are_grouped_by_kind():
+    x = torch.randn(10)
+    with tl.measure_memory() as mem:
+        kept = [x + i for i in range(MAX_BANDS + 5)]
+    scene = memory_scene(mem)
+    bands = [item for item in scene.items if isinstance(item, Polygon) and "-band-" in item.id]
+    styles = [band.style for band in bands]
+    assert len(styles) == len(set(styles)) and "band-unknown" in styles  # one band per kind
+    assert f"<title>unknown: {MAX_BANDS + 5} allocations</title>" in memory_svg(mem)
+    del kept
+
+
+def test_the_svg_names_each_op_and_band_on_hover():
+    out_of_place, _ = measured_pair()
+    document = memory_svg(out_of_place, labels=["x"])
+    assert document.count("<title>op ") == 3
+    assert (
+        "<title>op 2: relu; holds 524,288 B (512.00 KiB); made 1 allocation, 256.00 KiB; freed 1 allocation, "
+        in document
+    )
+    assert re.search(r"<title>temporary, 262,144 B \(256\.00 KiB\), made by mul, freed after relu</title>", document)
+
+
+def cuda_like_report():
+    """A report as measure_memory('cuda') fills it: bands are storages' bytes, the timeline the allocator's."""
+    report = MemoryReport(torch.device("cuda", 0), "CUDA caching allocator (torch.cuda.memory_allocated)")
+    report.timeline = (("aten::relu", 400_556_032),)
+    report.most_held = (400_556_032,)
+    report.phases = (None,)
+    report.allocations = (Allocation(400_000_000, 0, None, False, "unknown", "aten::relu", None),)
+    report.allocated = report.peak = report.reserved = 400_556_032
+    return report
+
+
+def test_cuda_reports_draw_the_allocators_rounding_as_its_own_band():
+    scene = memory_scene(cuda_like_report(), labels=["F.relu(t) on a GPU"])
+    styles = [item.style for item in scene.items if isinstance(item, Polygon)]
+    assert styles == ["band-unknown", "band-allocator's rounding"]
+    above, _ = column_heights(scene, 0, 0)
+    assert above == pytest.approx(400_556_032, rel=1e-3)
+    assert "allocator's rounding" in dict(scene.texts()).values()
+
+
+def test_a_cuda_peak_no_column_reached_is_drawn_across_the_ops():
+    report = cuda_like_report()
+    report.peak = 402_653_184  # a scratch block inside relu: the allocator's peak, not any op's end
+    scene = memory_scene(report)
+    peak, frame = scene.ids()["run0-peak"], scene.ids()["run0-frame"]
+    assert peak.points[0][0] < frame.x + 1 and peak.points[-1][0] > frame.x + frame.w - 1
+    assert dict(scene.texts())["run0-peak-label"] == "peak 384.00 MiB inside an op"
+
+
+def test_the_legend_says_what_puts_bytes_in_each_band():
+    out_of_place, _ = measured_pair()
+    document = memory_svg(out_of_place)
+    assert f"<title>{KINDS['temporary']}</title>" in document
+
+
+def test_timeline_summary_extends_the_old_one():
     out_of_place, in_place = measured_pair()
     fig = draw_memory_timeline([out_of_place, in_place], labels=["out-of-place", "in-place"])
-    lines = fig.axes[0].get_lines()
-    assert len(lines) == 2
-    for line, report in zip(lines, (out_of_place, in_place)):
-        expected = [0.0] + [b / MiB for _, b in report.timeline] + [report.allocated / MiB]
-        assert list(line.get_ydata()) == pytest.approx(expected)
-        # the line joins the bytes held after each op; a peak can fall inside an op (kernel scratch, a wrapped number)
-        assert max(line.get_ydata()) <= report.peak / MiB
-    assert lines[0].get_linestyle() != lines[1].get_linestyle()  # not colour alone
     assert fig.summary.startswith("out-of-place: 3 ops, peak 524,288 B (512.00 KiB)")
     assert "in-place: 3 ops, peak 262,156 B (256.01 KiB), leaves 4 B allocated" in fig.summary
-    plt.close(fig)
+    assert "largest band 262,144 B (256.00 KiB) (temporary, made by mul)" in fig.summary
+    assert fig.summary == fig.scene.title
+    assert [item.id for item in fig.scene.items if isinstance(item, Rect) and item.id.endswith("-frame")] == [
+        "run0-frame",
+        "run1-frame",
+    ]
 
 
-def test_single_timeline_names_its_ops():
-    out_of_place, _ = measured_pair()
-    fig = draw_memory_timeline(out_of_place)
-    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert labels == ["mul", "relu", "sum", "end"]
-    plt.close(fig)
+def test_summary_says_op_in_the_singular_for_one_op():
+    x = torch.ones(1000)
+    with tl.measure_memory() as one:
+        y = x.neg()
+    del y
+    assert memory_timeline_summary([one], ["neg"]) == (
+        "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated, "
+        "largest band 4,000 B (3.91 KiB) (kind unknown, made by neg)"
+    )
 
 
 def test_timeline_draws_on_a_given_axes():
@@ -62,19 +311,11 @@ def test_timeline_bad_input():
     report, _ = measured_pair()
     with pytest.raises(ValueError, match="labels"):
         draw_memory_timeline([report], labels=["a", "b"])
+    with pytest.raises(TypeError, match="show_ops"):
+        memory_scene(report, show_ops="yes")
     with tl.measure_memory() as unfinished:
         with pytest.raises(ValueError, match="still measuring"):
             draw_memory_timeline(unfinished)
-
-
-def test_summary_says_op_in_the_singular_for_one_op():
-    x = torch.ones(1000)
-    with tl.measure_memory() as one:
-        y = x.neg()
-    del y
-    assert tl.pictures.timeline.memory_timeline_summary([one], ["neg"]) == (
-        "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated"
-    )
 
 
 def test_timeline_is_a_bare_figure_that_shows_once():
@@ -85,3 +326,54 @@ def test_timeline_is_a_bare_figure_that_shows_once():
     fig = draw_memory_timeline(out_of_place)
     assert plt.get_fignums() == before
     assert fig._repr_png_().startswith(b"\x89PNG")
+
+
+# ------------------------------------------------------------- CUDA: allocated vs reserved vs the driver
+RULES = "computed from the allocator's rules (no GPU here)"
+
+
+def test_the_cuda_view_draws_each_figure_on_one_scale_and_marks_the_unknown():
+    fig = tl.draw_cuda_memory(400_000_000, 400_556_032, 400_556_032, source=RULES)
+    scene, ids = fig.scene, fig.scene.ids()
+    texts = dict(scene.texts())
+    assert texts["cuda-source"] == RULES and fig.summary.startswith(RULES + ": the tensors 400,000,000 B")
+    assert texts["cuda-allocated-note"] == "400,556,032 B (382.00 MiB): + 556,032 B (543.00 KiB) rounding"
+    tensors, allocated = ids["cuda-requested-tensors"], ids["cuda-allocated-tensors"]
+    assert tensors.w == allocated.w and ids["cuda-allocated-rounding"].w > 0
+    assert ids["cuda-allocated-rounding"].x == pytest.approx(allocated.x + allocated.w)
+    # the 556,032 bytes are under a point wide at this scale: a magnified strip shows where the tensor ends
+    zoom_tensors, zoom_rounding = ids["cuda-zoom-tensors"], ids["cuda-zoom-rounding"]
+    assert zoom_rounding.w / (zoom_tensors.w + zoom_rounding.w) == pytest.approx(556_032 / 2**21)
+    # not measured: drawn as unknown, never as a zero-width bar
+    assert ids["cuda-driver-unknown"].style == "cuda-unknown" and "cuda-driver-rest" not in ids
+    assert "not measured here" in texts["cuda-driver-note"] and "not known here" in fig.summary
+
+
+def test_the_cuda_view_of_a_measurement_draws_the_cache_and_the_driver():
+    scene = tl.draw_cuda_memory(400_000_000, 400_556_032, 419_430_400, 943_718_400, source="measured on cuda:0").scene
+    ids = scene.ids()
+    assert ids["cuda-reserved-cached, free"].style == "cuda-cached"
+    assert ids["cuda-driver-rest"].w == pytest.approx(ids["cuda-driver-tensors"].w * 524_288_000 / 419_430_400)
+    assert "cuda-driver-unknown" not in ids
+
+
+@pytest.mark.parametrize(
+    ("figures", "error", "name"),
+    [
+        ((400_000_000, 0, 0), ValueError, "allocated"),  # torch.cuda.memory_allocated() without CUDA: 0
+        ((400_000_000, 400_556_032, 0), ValueError, "reserved"),
+        ((0, 0, 0), ValueError, "requested"),
+        ((400_000_000, 400_556_032, 400_556_032, 1), ValueError, "driver"),
+        ((4.0, 4, 4), TypeError, "requested"),
+    ],
+)
+def test_the_cuda_view_refuses_figures_that_cannot_be_cudas(figures, error, name):
+    with pytest.raises(error, match=f"^{name}"):
+        tl.draw_cuda_memory(*figures, source=RULES)
+
+
+def test_the_cuda_view_says_where_its_figures_come_from():
+    with pytest.raises(TypeError, match="source"):
+        tl.draw_cuda_memory(4, 512, 2**21, source="")
+    with pytest.raises(TypeError, match="^ax must be"):
+        tl.draw_cuda_memory(4, 512, 2**21, source=RULES, ax=1)

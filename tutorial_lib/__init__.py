@@ -24,7 +24,7 @@ from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
 from .pictures.tables import OpTable, op_table
-from .pictures.timeline import draw_memory_timeline
+from .pictures.timeline import draw_cuda_memory, draw_memory_timeline
 from .tools.errors import ErrorReport, show_error
 
 __version__ = "0.1.0"
@@ -50,6 +50,7 @@ __all__ = [
     "SourceLine",
     "OpTable",
     "autograd_graph",
+    "draw_cuda_memory",
     "draw_graph",
     "graph_svg",
     "draw_layout",

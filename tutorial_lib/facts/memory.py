@@ -34,6 +34,14 @@ What the CPU figures still do not see (each is also in ``measure_memory``'s docs
   started *inside* a block takes the events over (PyTorch runs one profiler per thread): the block's figures miss
   what happened until that profiler stopped, and ``unseen`` says so.
 
+Besides the totals, each report lists the allocations it saw (``MemoryReport.allocations``), placed on the
+axis of its timeline: the op that made each one, the op that freed it (a free between two ops belongs to the op
+before it: ``x = x.relu()`` lets the old ``x`` go as ``relu`` returns; a free while an op runs, to that op), and a
+kind where a rule can tell it (``KINDS``; otherwise "unknown"). Phases are PyTorch's own ranges: each op is in the
+innermost ``torch.profiler.record_function`` range open when it ran (optimizers open one around ``step()`` and
+``zero_grad()``); an op that autograd runs during ``backward()`` outside any range is in "backward". The
+``profiler::_record_function_*`` calls that open and close a range are bookkeeping, not ops, and are left out.
+
 Nothing is printed. Kineto's ``profiler_start``/``profiler_stop`` lines are switched off by setting the
 environment variable ``KINETO_LOG_LEVEL`` (unless it is already set) before the first profiler of the process
 starts, which also quiets a later ``torch.profiler.profile``. c10's warning "Memory block of unknown size was
@@ -51,6 +59,7 @@ import sys
 import tempfile
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import Iterator
 
 import torch
@@ -77,6 +86,50 @@ def format_bytes(n: int) -> str:
     return exact
 
 
+#: The kinds of allocation a report can name, each with the rule that names it. Nothing else is guessed.
+KINDS = {
+    "parameter": "the storage of an nn.Parameter that an op of the block used, still allocated at the end",
+    "gradient": "the .grad of such a parameter, made in the block and still allocated at the end",
+    "optimizer state": "made inside optimizer.step() and still allocated at the end (the optimizer holds it)",
+    "activation": "made outside backward() and freed during it: kept for the backward pass (saved tensors, and "
+    "the starting gradient backward() makes)",
+    "temporary": "freed later in the block, not by backward()",
+    "scratch": "freed inside the op that made it (the op's own working memory)",
+    "unknown": "still allocated at the end, by something no rule here can name",
+    "from before the block": "allocated before the block and freed in it (counts as negative bytes)",
+}
+
+_RANGE_ENTER = "profiler::_record_function_enter_new"
+_RANGE_EXIT = "profiler::_record_function_exit"
+_OPTIMIZER_RANGES = ("Optimizer.step#", "Optimizer.zero_grad#")
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One allocation a ``measure_memory`` block saw, placed on its timeline (indexes into ``timeline``).
+
+    Attributes:
+        nbytes: its size in bytes (on CUDA the storage's bytes, before the caching allocator rounds them).
+        allocated_at: the timeline entry whose op made it (memory allocated between two ops belongs to the next
+            op); None for memory from before the block that the block freed.
+        freed_at: the entry whose op freed it: the op running at the free, or, for a free between two ops, the
+            op before it; None when it was still allocated at the end.
+        freed_inside: True when freed while that op ran (scratch memory, an old block that ``resize_`` replaced),
+            False when freed after the op returned or not freed.
+        kind: a key of ``KINDS``.
+        allocated_by: the name of the op at ``allocated_at`` (None with it).
+        freed_by: the name of the op at ``freed_at`` (None with it).
+    """
+
+    nbytes: int
+    allocated_at: int | None
+    freed_at: int | None
+    freed_inside: bool
+    kind: str
+    allocated_by: str | None
+    freed_by: str | None
+
+
 class MemoryReport:
     """What ``measure_memory`` found. Fields are None until the block has finished.
 
@@ -95,6 +148,14 @@ class MemoryReport:
             op: ``torch.UntypedStorage(n)``, ``pickle.loads``) in a last entry named ``OUTSIDE_ANY_OP``.
         unseen: sentences naming what this block did that the figures could not count (threads started in the
             block, a profiler that was already running); empty when the figures are complete.
+        allocations: every ``Allocation`` the block made, in the order they were made, then the frees of memory
+            from before the block; the sizes of those alive at the end minus those from before add up to
+            ``allocated``.
+        phases: one per ``timeline`` entry: the phase its op ran in (see the module docstring), or None.
+        most_held: one per ``timeline`` entry: the most held (from the block's start) from the end of the
+            previous op to the end of this one, so scratch memory inside the op is in it; on the CPU
+            ``max(most_held)`` is ``peak``. On CUDA, where the allocator's peak cannot be read op by op without
+            resetting it, the bytes held after the op (so ``peak`` can be higher than any of them).
     """
 
     def __init__(self, device: torch.device, method: str):
@@ -105,6 +166,9 @@ class MemoryReport:
         self.reserved: int | None = None
         self.timeline: tuple[tuple[str, int], ...] = ()
         self.unseen: tuple[str, ...] = ()
+        self.allocations: tuple[Allocation, ...] = ()
+        self.phases: tuple[str | None, ...] = ()
+        self.most_held: tuple[int, ...] = ()
 
     def __repr__(self) -> str:
         if self.allocated is None:
@@ -117,14 +181,169 @@ class MemoryReport:
         return f"MemoryReport(device='{self.device}', " + ", ".join(parts) + ")"
 
 
+class _Phases:
+    """The ``record_function`` ranges open while a block runs, followed through the profiler ops that open and
+    close them, and the phase of each op of the timeline."""
+
+    def __init__(self):
+        self._open: list[tuple[int, str]] = []  # (the hash of the range's handle, its name), outermost first
+        self.of_ops: list[tuple[str | None, bool, bool]] = []  # per op: phase, in backward, in optimizer.step
+        self.parameters: dict[int, weakref.ref] = {}  # id -> the nn.Parameters the block's ops used
+
+    def follow_range(self, name: str, args, result) -> None:
+        """Opens or closes a range: ``name`` is ``_RANGE_ENTER`` (``result``: its handle) or ``_RANGE_EXIT``."""
+        if name == _RANGE_ENTER:
+            self._open.append((hash(result), str(args[0]) if args else ""))
+            return
+        # The handle comes back as another Python wrapper of the same object: its hash is the object's.
+        handle = hash(args[0]) if args else None
+        self._open = [(opened, range_name) for opened, range_name in self._open if opened != handle]
+
+    def note_op(self, inputs) -> None:
+        """Records the phase of the op about to run, and the parameters among its inputs."""
+        for tensor in inputs:
+            if not isinstance(tensor, torch.nn.Parameter):
+                continue
+            known = self.parameters.get(id(tensor))
+            if known is None or known() is not tensor:  # new, or a dead parameter's id used again
+                self.parameters[id(tensor)] = weakref.ref(tensor)
+        in_backward = torch._C._current_graph_task_id() != -1
+        names = [range_name for _, range_name in self._open]
+        in_step = any(range_name.startswith(_OPTIMIZER_RANGES[0]) for range_name in names)
+        phase = names[-1] if names else ("backward" if in_backward else None)
+        if phase is not None and phase.startswith(_OPTIMIZER_RANGES):
+            phase = phase.split("#", 1)[1]  # "Optimizer.step#Adam.step" -> "Adam.step"
+        self.of_ops.append((phase, in_backward, in_step))
+
+    def kind_keys(self, key_of) -> tuple[set, set]:
+        """The keys (``key_of(tensor)``) of the parameters seen and of their gradients."""
+        parameters, gradients = set(), set()
+        for reference in self.parameters.values():
+            parameter = reference()
+            if parameter is None:
+                continue
+            if parameter.layout == torch.strided:
+                parameters.add(key_of(parameter))
+            grad = parameter.grad
+            if grad is not None and grad.layout == torch.strided:
+                gradients.add(key_of(grad))
+        return parameters, gradients
+
+
+class _Ledger:
+    """Allocations and frees placed on the op axis as they happen; the totals follow from them.
+
+    A column is a timeline entry. What is allocated while an op runs is that op's; between two ops, the next
+    op's. What is freed while an op runs is freed there (inside); between two ops, after the op before (or, if
+    it was allocated for the next op, inside that one).
+    """
+
+    def __init__(self):
+        self.current = 0
+        self.peak = 0
+        self.running: int | None = None  # the column of the op running, None between ops
+        self.ops_done = 0
+        self.most_held: list[int] = []
+        self._highest_since_op: int | None = None
+        self._live: dict = {}  # key -> its record
+        self._records: list[list] = []  # [key, nbytes, allocated_at, freed_at, freed_inside]
+
+    def _change(self, delta: int) -> None:
+        self.current += delta
+        self.peak = max(self.peak, self.current)
+        since = self._highest_since_op
+        self._highest_since_op = self.current if since is None else max(since, self.current)
+
+    def _where_freed(self, allocated_at: int | None) -> tuple[int, bool]:
+        if self.running is not None:
+            return self.running, True
+        if self.ops_done == 0 or (allocated_at is not None and allocated_at >= self.ops_done):
+            return self.ops_done, True  # made for the next op and freed before it ran
+        return self.ops_done - 1, False
+
+    def holds(self, key) -> bool:
+        """Whether ``key`` is an allocation of the block still alive."""
+        return key in self._live
+
+    def allocate(self, key, nbytes: int) -> None:
+        record = [key, nbytes, self.running if self.running is not None else self.ops_done, None, False]
+        self._live[key] = record
+        self._records.append(record)
+        self._change(nbytes)
+
+    def free(self, key) -> None:
+        record = self._live.pop(key)
+        record[3], record[4] = self._where_freed(record[2])
+        self._change(-record[1])
+
+    def free_from_before(self, key, nbytes: int) -> None:
+        freed_at, inside = self._where_freed(None)
+        self._records.append([key, nbytes, None, freed_at, inside])
+        self._change(-nbytes)
+
+    def op_ended(self) -> None:
+        self.running = None
+        since = self._highest_since_op
+        self.most_held.append(self.current if since is None else max(since, self.current))
+        self._highest_since_op = None
+        self.ops_done += 1
+
+    def allocations(self, names: list[str], phases: _Phases, key_of) -> tuple[Allocation, ...]:
+        """The records as ``Allocation``s, each with the kind its rule gives (``KINDS``)."""
+        parameters, gradients = phases.kind_keys(key_of)
+        no_op = (None, False, False)
+
+        def info(column):
+            return phases.of_ops[column] if column < len(phases.of_ops) else no_op
+
+        made, from_before = [], []
+        for key, nbytes, allocated_at, freed_at, inside in self._records:
+            if allocated_at is None:
+                kind = "from before the block"
+            elif freed_at is None:
+                kind = "unknown"
+                if key in parameters:
+                    kind = "parameter"
+                elif key in gradients:
+                    kind = "gradient"
+                elif info(allocated_at)[2]:
+                    kind = "optimizer state"
+            elif freed_at == allocated_at and inside:
+                kind = "scratch"
+            elif info(freed_at)[1] and not info(allocated_at)[1]:
+                kind = "activation"
+            else:
+                kind = "temporary"
+            allocation = Allocation(
+                nbytes=nbytes,
+                allocated_at=allocated_at,
+                freed_at=freed_at,
+                freed_inside=inside,
+                kind=kind,
+                allocated_by=None if allocated_at is None else names[allocated_at],
+                freed_by=None if freed_at is None else names[freed_at],
+            )
+            (from_before if allocated_at is None else made).append(allocation)
+        return tuple(made + from_before)
+
+
+def _finish_report(report: MemoryReport, ledger: _Ledger, phases: _Phases, timeline, key_of) -> None:
+    """Fills in the per-op facts of a report from its ledger and phases."""
+    names = [name for name, _ in timeline]
+    report.timeline = tuple(timeline)
+    report.phases = tuple(phases.of_ops[i][0] if i < len(phases.of_ops) else None for i in range(len(names)))
+    report.most_held = tuple(ledger.most_held)
+    report.allocations = ledger.allocations(names, phases, key_of)
+
+
 class _StorageTracker(WatcherMode):
     """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
 
     def __init__(self, device: torch.device, read_allocator=None):
         super().__init__()
         self.device = device
-        self.current = 0
-        self.peak = 0
+        self.ledger = _Ledger()
+        self.phases = _Phases()
         self.timeline: list[tuple[str, int]] = []
         self._read_allocator = read_allocator  # on CUDA the timeline reads the allocator instead
         self._watched: dict[int, weakref.finalize] = {}
@@ -138,26 +357,30 @@ class _StorageTracker(WatcherMode):
             return
         # Memory torch did not allocate (torch.from_numpy, DLPack) is neither gained nor lost with it.
         nbytes = storage.nbytes() if storage.resizable() else 0
-        if counted:
-            self._add(nbytes)
+        if counted and nbytes:
+            self.ledger.allocate(key, nbytes)
         self._nbytes[key] = nbytes
         self._watched[key] = weakref.finalize(storage, self._freed, key)
 
     def _resized(self, storage, key: int) -> None:
         """An op wrote into a storage and grew or shrank it (``out=`` into an empty tensor, ``resize_``)."""
-        if not storage.resizable():
+        if not storage.resizable() or storage.nbytes() == self._nbytes[key]:
             return
-        nbytes = storage.nbytes()
-        self._add(nbytes - self._nbytes[key])
-        self._nbytes[key] = nbytes
+        self._let_go(key, self._nbytes[key])
+        self._nbytes[key] = storage.nbytes()
+        if self._nbytes[key]:
+            self.ledger.allocate(key, self._nbytes[key])
 
-    def _add(self, nbytes: int) -> None:
-        self.current += nbytes
-        self.peak = max(self.peak, self.current)
+    def _let_go(self, key: int, nbytes: int) -> None:
+        """The memory of a watched storage was given back: the block's own, or from before the block."""
+        if self.ledger.holds(key):
+            self.ledger.free(key)
+        elif nbytes:
+            self.ledger.free_from_before(key, nbytes)
 
     def _freed(self, key: int) -> None:
         self._watched.pop(key, None)
-        self.current -= self._nbytes.pop(key)
+        self._let_go(key, self._nbytes.pop(key))
 
     def _on_device(self, tensor: torch.Tensor) -> bool:
         return tensor.device == self.device and tensor.layout == torch.strided
@@ -165,21 +388,30 @@ class _StorageTracker(WatcherMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
+        if name in (_RANGE_ENTER, _RANGE_EXIT):
+            result = func(*args, **kwargs)
+            self.phases.follow_range(name, args, result)
+            return result
         inputs = [t for t in tensors_in((args, kwargs)) if self._on_device(t)]
+        self.phases.note_op(inputs)
         if name not in FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
             for tensor in inputs:  # storages from before the block: count them off if they die inside it
                 self._watch(tensor, counted=False)
-        result = call_keeping_versions(func, args, kwargs)
-        input_keys = {storage_key(t) for t in inputs}
-        for output in tensors_in(result):
-            if not self._on_device(output):
-                continue
-            if is_fresh_literal(name, output) or storage_key(output) not in input_keys:
-                self._watch(output, counted=True)
-            else:  # a view or an in-place write: counts only if the write resized the storage
-                self._watch(output, counted=False)
-        held = self._read_allocator() if self._read_allocator else self.current
-        self.timeline.append((func._schema.name, held))
+        self.ledger.running = len(self.timeline)
+        try:
+            result = call_keeping_versions(func, args, kwargs)
+            input_keys = {storage_key(t) for t in inputs}
+            for output in tensors_in(result):
+                if not self._on_device(output):
+                    continue
+                if is_fresh_literal(name, output) or storage_key(output) not in input_keys:
+                    self._watch(output, counted=True)
+                else:  # a view or an in-place write: counts only if the write resized the storage
+                    self._watch(output, counted=False)
+        finally:  # an op that raised is on the timeline too, as on the CPU
+            self.ledger.op_ended()
+            held = self._read_allocator() if self._read_allocator else self.ledger.current
+            self.timeline.append((name, held))
         return result
 
     def stop(self) -> None:
@@ -219,6 +451,7 @@ class _CpuOpNamer(WatcherMode):
         self.free_prefix = f"tl::free:{block_id}:"
         self.names: list[str] = []
         self.frees: list[tuple[int, int]] = []  # (address, bytes) of each watched block that went away
+        self.phases = _Phases()
         self._watched: dict[int, weakref.finalize] = {}
         self._blocks: dict[int, tuple[int, int]] = {}  # storage key -> (address, bytes) of its memory block
 
@@ -244,11 +477,17 @@ class _CpuOpNamer(WatcherMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = func._schema.name
+        if name in (_RANGE_ENTER, _RANGE_EXIT):
+            result = func(*args, **kwargs)
+            self.phases.follow_range(name, args, result)
+            return result
         storages = _cpu_storages(args, kwargs)
         for storage in storages:
             self._watch(storage)
+        self.phases.note_op(tensors_in((args, kwargs)))
         index = len(self.names)
-        self.names.append(func._schema.name)
+        self.names.append(name)
         with _RecordFunctionFast(f"{self.op_prefix}{index}"):
             result = call_keeping_versions(func, args, kwargs)
         for storage in storages:  # resize_, out= into a tensor too small: the storage got a new block
@@ -291,7 +530,8 @@ def _flatten(tree) -> list[tuple]:
     """The profiler's event tree of one thread as a flat list in time order (children come sorted by start).
 
     Entries: ``("alloc", address, signed bytes, the tl::op ranges around it, the innermost range's name)``,
-    ``("range", name)`` when a ``tl::free`` range starts, ``("end", name)`` when a ``tl::op`` range ends.
+    ``("range", name, the tl::op ranges around it)`` when a ``tl::free`` range starts, ``("end", name)`` when a
+    ``tl::op`` range ends.
     """
     flat: list[tuple] = []
     append = flat.append
@@ -307,7 +547,7 @@ def _flatten(tree) -> list[tuple]:
             name = event.name
             if name.startswith("tl::"):
                 if name.startswith("tl::free:"):
-                    append(("range", name))
+                    append(("range", name, ops))
                     continue
                 walk(event.children, ops + (name,), name)
                 append(("end", name))
@@ -331,12 +571,17 @@ class _CpuBlock:
         self.threads_started: list[str] = []
         self.taken_over = False  # a profiler started inside the block took the events
 
-    def replay(self) -> tuple[int, int, list[tuple[str, int]]]:
-        """Adds up the events: (bytes still allocated, peak, timeline)."""
+    def _op_running(self, enclosing_ops: tuple) -> int | None:
+        """The index of this block's op an event happened in, or None between ops."""
+        for name in reversed(enclosing_ops):
+            if name.startswith(self.namer.op_prefix):
+                return int(name[len(self.namer.op_prefix) :])
+        return None
+
+    def replay(self, ledger: _Ledger) -> list[tuple[str, int]]:
+        """Adds up the events in ``ledger``; returns the timeline."""
         op_prefix, free_prefix = self.namer.op_prefix, self.namer.free_prefix
-        live: dict[int, int] = {}  # address -> bytes of blocks allocated inside this block
         ever_allocated: set[int] = set()
-        current = peak = 0
         timeline: list[tuple[str, int]] = []
         allocated_outside_ops = False  # since the last op: shown with the next op, or in a last entry
         for event in self.events:
@@ -345,28 +590,30 @@ class _CpuBlock:
                 _, address, size, enclosing_ops, innermost = event
                 if size > 0 and (innermost == _PYTHON_DISPATCH or innermost.startswith("tl::op:")):
                     continue  # the watcher's own, see _PYTHON_DISPATCH
-                in_an_op = any(name.startswith(op_prefix) for name in enclosing_ops)
+                ledger.running = self._op_running(enclosing_ops)
                 if size > 0:
-                    live[address] = size
+                    ledger.allocate(address, size)
                     ever_allocated.add(address)
-                    current += size
-                    peak = max(peak, current)
-                    if not in_an_op:
+                    if ledger.running is None:
                         allocated_outside_ops = True
-                elif address in live:  # frees of blocks from before the block are counted from the namer
-                    current -= live.pop(address)
+                elif ledger.holds(address):  # frees of blocks from before the block are counted from the namer
+                    ledger.free(address)
             elif kind == "range":
                 if event[1].startswith(free_prefix):
                     address, nbytes = self.namer.frees[int(event[1][len(free_prefix) :])]
                     # A block from before the block held its address all along: no allocation here reused it.
                     if address not in ever_allocated:
-                        current -= nbytes
+                        ledger.running = self._op_running(event[2])
+                        ledger.free_from_before(address, nbytes)
             elif event[1].startswith(op_prefix):
                 allocated_outside_ops = False
-                timeline.append((self.namer.names[int(event[1][len(op_prefix) :])], current))
+                ledger.op_ended()
+                timeline.append((self.namer.names[int(event[1][len(op_prefix) :])], ledger.current))
+        ledger.running = None
         if allocated_outside_ops:
-            timeline.append((OUTSIDE_ANY_OP, current))
-        return current, peak, timeline
+            ledger.op_ended()
+            timeline.append((OUTSIDE_ANY_OP, ledger.current))
+        return timeline
 
 
 class _ThreadSession(threading.local):
@@ -601,6 +848,11 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
     ``torch.cuda.reset_peak_memory_stats()``, then ``memory_allocated()`` / ``max_memory_allocated()`` around
     the block on CUDA.
 
+    The report also lists each allocation on the axis of its timeline (``.allocations``, with a kind where a rule
+    of ``KINDS`` can tell it) and the phase each op ran in (``.phases``): mark phases with PyTorch's own
+    ``torch.profiler.record_function("forward")``; optimizers mark ``step()`` and ``zero_grad()`` themselves, and
+    ops autograd runs during ``backward()`` are in "backward".
+
     Args:
         device: ``None`` (the default device, normally the CPU), ``'cpu'`` (or ``'cpu:0'``), ``'cuda'``,
             ``'cuda:N'`` or a ``torch.device``.
@@ -625,7 +877,8 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
                 yield report
         finally:
             tracker.stop()
-            report.timeline = tuple(tracker.timeline)
+            _finish_report(report, tracker.ledger, tracker.phases, tracker.timeline, storage_key)
+            report.most_held = tuple(held for _, held in tracker.timeline)  # the allocator's, after each op
             torch.cuda.synchronize(device)
             report.allocated = torch.cuda.memory_allocated(device) - start_allocated
             report.peak = max(0, torch.cuda.max_memory_allocated(device) - start_allocated)
@@ -644,8 +897,10 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
         block.namer.recheck()
         block.namer.stop()
         _close_cpu_block(block)
-        report.allocated, report.peak, timeline = block.replay()
-        report.timeline = tuple(timeline)
+        ledger = _Ledger()
+        timeline = block.replay(ledger)
+        report.allocated, report.peak = ledger.current, ledger.peak
+        _finish_report(report, ledger, block.namer.phases, timeline, lambda tensor: tensor.untyped_storage().data_ptr())
         report.unseen = tuple(_unseen_threads(block) + _unseen_profiler(block))
 
 
@@ -658,9 +913,9 @@ def _measure_aten_outputs(device):
             yield report
     finally:
         tracker.stop()
-        report.timeline = tuple(tracker.timeline)
-        report.allocated = tracker.current
-        report.peak = tracker.peak
+        _finish_report(report, tracker.ledger, tracker.phases, tracker.timeline, storage_key)
+        report.allocated = tracker.ledger.current
+        report.peak = tracker.ledger.peak
         report.unseen = (
             "a profiler was already running on this thread, so the CPU allocator's events could not be read: "
             "only the storages that aten ops return are counted (not kernels' scratch memory, not storage made "

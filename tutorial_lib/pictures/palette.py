@@ -49,14 +49,18 @@ TENSOR_TINTS = (
     "#eeeebb",
 )
 
-#: Bands of memory pictures, by kind (Tol's "muted" scheme): distinct from the tensor tints and the verdicts.
+#: Bands of memory pictures, by kind (facts.memory.KINDS; Tol's "muted" scheme), and the allocator's layers:
+#: distinct from the tensor tints and the verdicts.
 MEMORY_KINDS = {
-    "parameters": "#332288",
-    "gradients": "#88ccee",
-    "optimizer state": "#44aa99",
-    "activations": "#117733",
-    "temporaries": "#ddcc77",
+    "parameter": "#332288",
+    "gradient": "#88ccee",
+    "optimizer state": "#aa4499",
+    "activation": "#117733",
+    "temporary": "#ddcc77",
+    "scratch": "#999933",
     "unknown": "#dddddd",
+    "from before the block": "#cc6677",
+    "allocator's rounding": "#bbbbbb",
 }
 
 

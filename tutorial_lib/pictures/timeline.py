@@ -1,35 +1,106 @@
-"""Pictures of memory over time, drawn from ``MemoryReport.timeline`` (see memory.py)."""
+"""The memory timeline: each allocation a band over the ops of a measured block (as PyTorch's memory_viz draws
+one band per allocation), stacked and coloured by kind, the block's phases shaded and named, one panel per run.
+
+Drawn from ``MemoryReport`` (facts/memory.py) as a ``Scene``: a column per op, whose bands are what was held
+when the op returned (a band ends at the op that freed it); on top, hatched, what was held only while the op
+ran (its scratch memory); below zero, memory from before the block that the block freed. Runs compared are
+aligned phase by phase when they have the same phases.
+"""
 
 from __future__ import annotations
 
-from ..common.checks import require_bool
+import difflib
+import math
+import re
+from dataclasses import dataclass
+
+from ..common.checks import describe, require_bool, require_int
 from ..common.text import op_name, plural
-from ..facts.memory import MemoryReport, MiB, format_bytes
-from .render_mpl import bare_figure, require_axes
+from ..facts.memory import KINDS, MemoryReport, MiB, format_bytes
+from .palette import INK, MEMORY_KINDS, MUTED
+from .render_mpl import render, require_axes
+from .render_svg import svg
+from .scene import Line, Polygon, Rect, Scene, Style, Text, escape, text_width
 
-_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
+PLOT_WIDTH = 620.0  # the widest the ops' axis gets, in points
+PLOT_HEIGHT = 130.0
+LEFT, RIGHT, TOP = 70.0, 18.0, 10.0
+MARKER_WIDTH, MARKER_GAP = 10.0, 6.0  # the start and end columns
+MAX_COLUMN_WIDTH, MIN_PLOT_WIDTH = 40.0, 130.0
+MAX_BANDS = 60  # more allocations than this in a run: one band per kind
+MAX_OP_NAMES = 24  # an op name under every column up to this many columns, else under every k-th
+FONT, SMALL_FONT = 10.0, 9.0
+HEADROOM = 1.18  # the top of the byte axis over the highest column: room for the peak's label
+
+#: One colour per kind, from the palette; every kind is also named in the legend and on hover.
+KIND_FILLS = {
+    kind: MEMORY_KINDS[kind]
+    for kind in ("parameter", "optimizer state", "gradient", "unknown", "activation", "temporary")
+}
+INSIDE = "inside the op (scratch)"
+ROUNDING = "allocator's rounding"
+FROM_BEFORE = "from before the block"
+PHASE_LEGEND = "phase (named above it)"
+#: What puts bytes in each layer (the kinds' rules are the model layer's, ``KINDS``).
+LAYER_RULES = {
+    **{kind: KINDS[kind] for kind in KIND_FILLS},
+    INSIDE: "held only while an op ran: " + KINDS["scratch"] + ", and memory from before freed inside the op",
+    ROUNDING: "CUDA: the caching allocator's blocks beyond the tensors' bytes (memory_allocated minus the storages)",
+    FROM_BEFORE: KINDS["from before the block"],
+}
+LAYER_NAMES = (*KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
+
+STYLES = {
+    **{f"band-{kind}": Style(fill=fill, edge="white", width=0.3, zorder=2) for kind, fill in KIND_FILLS.items()},
+    f"band-{INSIDE}": Style(fill=MEMORY_KINDS["scratch"], edge=MUTED, width=0.4, hatch=True, zorder=2),
+    f"band-{ROUNDING}": Style(fill=MEMORY_KINDS[ROUNDING], edge=MUTED, width=0.4, hatch=True, zorder=2),
+    f"band-{FROM_BEFORE}": Style(fill=MEMORY_KINDS[FROM_BEFORE], edge=MUTED, width=0.5, hatch=True, zorder=2),
+    "phase-0": Style(fill="#efefef", zorder=0),
+    "phase-1": Style(fill="#e2e2e2", zorder=0),
+    "frame": Style(edge="#555555", width=0.8, zorder=3),
+    "grid": Style(edge="#cccccc", width=0.5, dash=(2, 2), zorder=1),
+    "zero": Style(edge="#333333", width=0.8, zorder=3),
+    "marker": Style(fill="#fafafa", edge="#555555", width=0.6, dash=(2, 1.5), zorder=1),
+    "peak": Style(edge=INK, width=1.6, zorder=4),
+    "hover": Style(fill="#ffffff00", zorder=6),
+    "title": Style(size=FONT + 1, weight="bold", zorder=5),
+    "text": Style(size=FONT, zorder=5),
+    "tick": Style(size=SMALL_FONT, color="#333333", zorder=5),
+    "op": Style(family="mono", size=SMALL_FONT, color="#333333", zorder=5),
+    "phase-name": Style(size=SMALL_FONT, weight="bold", color="#333333", zorder=5),
+    "peak-label": Style(size=SMALL_FONT, weight="bold", color=INK, halo=True, zorder=5),
+    "legend": Style(size=FONT, zorder=5),
+}
 
 
-def memory_timeline_summary(reports, labels) -> str:
-    """One line per report: its peak and what it leaves allocated, with the number of ops."""
-    parts = []
-    for label, report in zip(labels, reports):
-        ops = len(report.timeline)
-        parts.append(
-            f"{label}: {plural(ops, 'op')}, peak {format_bytes(report.peak)}, "
-            f"leaves {format_bytes(report.allocated)} allocated"
-        )
-    return "; ".join(parts)
+def short_bytes(n: int) -> str:
+    """The size in its largest binary unit, or bytes: ``'23.14 MiB'``, ``'512 B'``."""
+    text = format_bytes(n)
+    return text[text.index("(") + 1 : -1] if "(" in text else text
+
+
+def _tick_name(name: str) -> str:
+    """An op's name under its column: without ``aten::``, cut to 14 characters."""
+    text = op_name(name)
+    return text if len(text) <= 14 else text[:13] + "…"
+
+
+def _header(report: MemoryReport, label: str) -> str:
+    """A panel's title: the run's label, ops, peak and what it leaves."""
+    return (
+        f"{label}: {plural(len(report.timeline), 'op')}, peak {short_bytes(report.peak)}, "
+        f"leaves {short_bytes(report.allocated)}"
+    )
 
 
 def _check_reports(reports, labels):
     if isinstance(reports, MemoryReport):
         reports = [reports]
     if not isinstance(reports, (list, tuple)) or not reports:
-        raise TypeError("reports must be a MemoryReport or a non-empty list of them")
+        raise TypeError(f"reports must be a MemoryReport or a non-empty list of them, got {describe(reports)}")
     for index, report in enumerate(reports):
         if not isinstance(report, MemoryReport):
-            raise TypeError(f"reports[{index}] must be a MemoryReport, got {type(report).__name__}")
+            raise TypeError(f"reports[{index}] must be a MemoryReport, got {describe(report)}")
         if report.allocated is None:
             raise ValueError(f"reports[{index}] is still measuring: draw it after its with-block has ended")
     if labels is None:
@@ -39,17 +110,454 @@ def _check_reports(reports, labels):
     return list(reports), [str(label) for label in labels]
 
 
+def phase_runs(report: MemoryReport) -> list[tuple[str | None, int, int]]:
+    """The report's ops as runs of one phase: ``(phase, first op, number of ops)``."""
+    runs: list[list] = []
+    for index, phase in enumerate(report.phases):
+        if runs and runs[-1][0] == phase:
+            runs[-1][2] += 1
+        else:
+            runs.append([phase, index, 1])
+    return [tuple(run) for run in runs]
+
+
+def _drawn(report: MemoryReport) -> list:
+    """The allocations drawn as bands: made in the block and alive when some op returned."""
+    return [
+        a for a in report.allocations if a.allocated_at is not None and a.kind != "scratch" and _last(a, report) >= 0
+    ]
+
+
+def _last(allocation, report: MemoryReport) -> int:
+    """The last column a band covers (-1: none); the end column is one past the last op."""
+    if allocation.freed_at is None:
+        return len(report.timeline)
+    last = allocation.freed_at - 1 if allocation.freed_inside else allocation.freed_at
+    return last if last >= allocation.allocated_at else -1
+
+
+def memory_timeline_summary(reports, labels) -> str:
+    """One part per report: ops, peak, what it leaves, its phases and its largest band."""
+    parts = []
+    for label, report in zip(labels, reports):
+        text = (
+            f"{label}: {plural(len(report.timeline), 'op')}, peak {format_bytes(report.peak)}, "
+            f"leaves {format_bytes(report.allocated)} allocated"
+        )
+        named = [(phase, count) for phase, _, count in phase_runs(report) if phase is not None]
+        if named:
+            text += ", phases " + ", ".join(f"{phase} ({plural(count, 'op')})" for phase, count in named)
+        drawn = _drawn(report)
+        if drawn:
+            largest = max(drawn, key=lambda a: a.nbytes)
+            kind = "kind unknown" if largest.kind == "unknown" else largest.kind
+            text += f", largest band {format_bytes(largest.nbytes)} ({kind}, made by {op_name(largest.allocated_by)})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+@dataclass
+class _Band:
+    """One band of a panel: its layer, its bytes in each column (the end column last), hover text."""
+
+    layer: str
+    heights: list
+    label: str
+
+
+def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
+    """The bands above zero (bottom first) and below it (memory from before the block) of one report."""
+    columns = len(report.timeline) + 1  # the ops, then the end
+    drawn = sorted(_drawn(report), key=lambda a: LAYER_NAMES.index(a.kind))  # stable: in the order made
+    grouped = len(drawn) > MAX_BANDS
+    above: list[_Band] = []
+    for allocation in drawn:
+        if grouped and above and above[-1].layer == allocation.kind:
+            band = above[-1]
+        elif grouped:
+            count = sum(1 for other in drawn if other.kind == allocation.kind)
+            band = _Band(allocation.kind, [0] * columns, f"{allocation.kind}: {plural(count, 'allocation')}")
+            above.append(band)
+        else:
+            freed = "still allocated at the end"
+            if allocation.freed_at is not None:
+                freed = f"freed {'in' if allocation.freed_inside else 'after'} {op_name(allocation.freed_by)}"
+            label = (
+                f"{allocation.kind}, {format_bytes(allocation.nbytes)}, made by {op_name(allocation.allocated_by)}, "
+                f"{freed}"
+            )
+            band = _Band(allocation.kind, [0] * columns, label)
+            above.append(band)
+        for column in range(allocation.allocated_at, _last(allocation, report) + 1):
+            band.heights[column] += allocation.nbytes
+    stacked = [sum(band.heights[c] for band in above) for c in range(columns)]
+    below = [_Band(FROM_BEFORE, [0] * columns, f"{FROM_BEFORE}, freed in it")]
+    for allocation in report.allocations:
+        if allocation.allocated_at is None:
+            start = allocation.freed_at + (0 if allocation.freed_inside else 1)
+            for column in range(start, columns):
+                below[0].heights[column] += allocation.nbytes
+    held = [held for _, held in report.timeline] + [report.allocated]
+    rounding = [max(0, held[c] + below[0].heights[c] - stacked[c]) for c in range(columns)]
+    if any(rounding):  # CUDA: the allocator's blocks are bigger than the tensors' bytes
+        above.append(_Band(ROUNDING, rounding, "the caching allocator's blocks beyond the tensors' bytes"))
+    most = list(report.most_held) + [report.allocated]
+    inside = [max(0, most[c] - held[c]) for c in range(columns)]
+    if any(inside):
+        above.append(_Band(INSIDE, inside, "held only while the op ran (its scratch memory)"))
+    return above, [band for band in below if any(band.heights)]
+
+
+def _nice_step(span: float) -> float:
+    raw = span / 4
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+
+
+def _byte_ticks(low: int, high: int) -> list[tuple[int, str]]:
+    """A few round values between ``low`` and ``high`` bytes, labelled in one binary unit."""
+    unit, size = next(((u, s) for u, s in (("MiB", 2**20), ("KiB", 2**10)) if max(high, -low) >= s), ("B", 1))
+    step = _nice_step(max(high - low, 1) / size)
+    first = math.ceil(low / size / step)
+    ticks = []
+    for k in range(first, first + 20):
+        value = k * step
+        if value * size > high:
+            break
+        ticks.append((round(value * size), f"{value:g} {unit}"))
+    return ticks
+
+
+def _merged_phases(runs) -> tuple[list, list[list[int]]]:
+    """One sequence of phases that contains every run's in order, and where each run's phases sit in it."""
+    merged: list = []
+    positions: list[list[int]] = []
+    for run in runs:
+        keys = [phase for phase, _, _ in run]
+        matcher = difflib.SequenceMatcher(a=merged, b=keys, autojunk=False)
+        new_merged: list = []
+        old_at: dict[int, int] = {}
+        new_at: dict[int, int] = {}
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for k in range(i2 - i1):
+                    old_at[i1 + k] = new_at[j1 + k] = len(new_merged)
+                    new_merged.append(keys[j1 + k])
+                continue
+            for k in range(i1, i2):
+                old_at[k] = len(new_merged)
+                new_merged.append(merged[k])
+            for k in range(j1, j2):
+                new_at[k] = len(new_merged)
+                new_merged.append(keys[k])
+        positions = [[old_at[p] for p in places] for places in positions] + [[new_at[j] for j in range(len(keys))]]
+        merged = new_merged
+    return merged, positions
+
+
+def _slots(reports) -> tuple[list[list[int]], int, list[list[tuple[str, int, int, int]]]]:
+    """Each report's op columns as slot numbers, the slots in all, and each report's named phases: (name, first
+    slot, slots, shade: 0 or 1, alternating over the named phases of all runs, so one phase has one shade).
+
+    Runs are aligned phase by phase: the phases of all runs are merged in order, and each phase gets as many
+    slots as its longest run has ops.
+    """
+    runs = [phase_runs(report) for report in reports]
+    merged, positions = _merged_phases(runs)
+    widths = [0] * len(merged)
+    for run, places in zip(runs, positions):
+        for (_, _, count), place in zip(run, places):
+            widths[place] = max(widths[place], count)
+    starts = [sum(widths[:i]) for i in range(len(widths))]
+    slots = [
+        [starts[place] + j for (_, _, count), place in zip(run, places) for j in range(count)]
+        for run, places in zip(runs, positions)
+    ]
+    named = [place for place, phase in enumerate(merged) if phase is not None]
+    spans = [
+        [
+            (phase, starts[place], widths[place], named.index(place) % 2)
+            for (phase, _, _), place in zip(run, places)
+            if phase
+        ]
+        for run, places in zip(runs, positions)
+    ]
+    return slots, sum(widths), spans
+
+
+def _band_points(band: _Band, bottoms: list, x_of, scale) -> list[list[tuple]]:
+    """The outline of each stretch of columns where the band holds bytes (a band can stop and start again)."""
+    stretches, current = [], []
+    for column, height in enumerate(band.heights):
+        if height:
+            current.append(column)
+        elif current:
+            stretches.append(current)
+            current = []
+    if current:
+        stretches.append(current)
+    outlines = []
+    for stretch in stretches:
+        top, bottom = [], []
+        for column in stretch:
+            left, right = x_of(column, column != stretch[-1])
+            top += [
+                (left, scale(bottoms[column] + band.heights[column])),
+                (right, scale(bottoms[column] + band.heights[column])),
+            ]
+            bottom += [(left, scale(bottoms[column])), (right, scale(bottoms[column]))]
+        outlines.append(top + bottom[::-1])
+    return outlines
+
+
+def _op_hover(report: MemoryReport, column: int) -> str:
+    """What a column says on hover: the op, its phase, what it held, made and freed."""
+    name, held = report.timeline[column]
+    phase = report.phases[column]
+    text = f"op {column + 1}: {op_name(name)}" + (f" ({phase})" if phase else "") + f"; holds {format_bytes(held)}"
+    if report.most_held[column] > held:
+        text += f", {format_bytes(report.most_held[column])} while it ran"
+    made = [a.nbytes for a in report.allocations if a.allocated_at == column]
+    freed = [a.nbytes for a in report.allocations if a.freed_at == column]
+    if made:
+        text += f"; made {plural(len(made), 'allocation')}, {short_bytes(sum(made))}"
+    if freed:
+        text += f"; freed {plural(len(freed), 'allocation')}, {short_bytes(sum(freed))}"
+    return text
+
+
+def _legend(layers: list[str], phases: bool, width: float, y: float, hovers: dict) -> tuple[list, float]:
+    """Swatches naming every layer drawn (and the phase shading), wrapped to ``width``, each with the rule that
+    puts an allocation in it as hover text; returns the items and the height reached."""
+    items, x, row_height = [], LEFT, 16.0
+    entries = [(layer, f"band-{layer}") for layer in layers] + ([(PHASE_LEGEND, "phase-0")] if phases else [])
+    for name, style in entries:
+        needed = 14 + text_width(name, "sans", FONT) + 14
+        if x + needed > width - RIGHT and x > LEFT:
+            x, y = LEFT, y + row_height
+        items.append(Rect(x, y + 1, 10, 10, style, id=f"legend-swatch-{name}"))
+        hovers[f"legend-swatch-{name}"] = LAYER_RULES.get(name, "ops in one phase: a record_function range")
+        items.append(Text(x + 14, y + 6, name, "legend", id=f"legend-{name}", baseline="middle"))
+        x += needed
+    return items, y + row_height
+
+
+@dataclass
+class _Panel:
+    """Where one run is drawn: its ops' slots on the shared axes, its top, its ids' prefix."""
+
+    prefix: str
+    columns: list  # the slot of each op
+    plot_top: float
+    plot_left: float
+    column_width: float
+    end_left: float  # the end column's left edge
+    low: int  # bytes at the bottom and the top of the byte axis, shared by all panels
+    top_value: float
+
+    @property
+    def frame_right(self) -> float:
+        return self.end_left - MARKER_GAP
+
+    @property
+    def frame_bottom(self) -> float:
+        return self.plot_top + PLOT_HEIGHT
+
+    def scale(self, value: float) -> float:
+        """The y of ``value`` bytes."""
+        return self.plot_top + (1 - (value - self.low) / (self.top_value - self.low)) * PLOT_HEIGHT
+
+    def x_of(self, column: int, reaching_next: bool) -> tuple[float, float]:
+        """Left and right of an op's column (``len(columns)``: the end), to the next op's when ``reaching_next``."""
+        n = len(self.columns)
+        if column == n:
+            return self.end_left, self.end_left + MARKER_WIDTH
+        left = self.plot_left + self.columns[column] * self.column_width
+        if reaching_next and column + 1 < n:
+            return left, self.plot_left + self.columns[column + 1] * self.column_width
+        return left, left + self.column_width
+
+
+def _draw_phases(panel: _Panel, spans, items: list) -> None:
+    """Each named phase shaded, with its name above the frame (on a second row where names would touch)."""
+    row_ends = [-math.inf, -math.inf]
+    for number, (phase, first, count, shade) in enumerate(spans):
+        left, width = panel.plot_left + first * panel.column_width, count * panel.column_width
+        items.append(
+            Rect(left, panel.plot_top, width, PLOT_HEIGHT, f"phase-{shade}", id=f"{panel.prefix}-phase-{number}")
+        )
+        items.append(
+            Line(((left, panel.plot_top), (left, panel.frame_bottom)), "grid", id=f"{panel.prefix}-phase-edge-{number}")
+        )
+        name_width = text_width(phase, "sans", SMALL_FONT, "bold")
+        centre = min(max(left + width / 2, panel.plot_left + name_width / 2), panel.end_left - name_width / 2)
+        row = 0 if centre - name_width / 2 > row_ends[0] + 4 else 1
+        row_ends[row] = centre + name_width / 2
+        name_y = panel.plot_top - 3 - row * (SMALL_FONT + 3)
+        ident = f"{panel.prefix}-phase-name-{number}"
+        items.append(Text(centre, name_y, phase, "phase-name", id=ident, anchor="middle", baseline="bottom"))
+
+
+def _draw_frame(panel: _Panel, items: list) -> None:
+    """The byte axis with its ticks, the frame of the ops, and the start and end columns."""
+    prefix, top = panel.prefix, panel.plot_top
+    for value, text in _byte_ticks(panel.low, round(panel.top_value)):
+        tick_y = panel.scale(value)
+        style = "zero" if value == 0 else "grid"
+        items.append(Line(((panel.plot_left, tick_y), (panel.end_left, tick_y)), style, id=f"{prefix}-tick-{text}"))
+        ident = f"{prefix}-tick-label-{text}"
+        items.append(Text(LEFT - 4, tick_y, text, "tick", id=ident, anchor="end", baseline="middle"))
+    items.append(Rect(LEFT, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-start"))
+    items.append(Rect(panel.end_left, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-end"))
+    width = panel.frame_right - panel.plot_left
+    items.append(Rect(panel.plot_left, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
+    for name, x in (("start", LEFT), ("end", panel.end_left)):
+        y = panel.frame_bottom + 4 + text_width(name, "mono", SMALL_FONT)
+        items.append(Text(x + MARKER_WIDTH / 2, y, name, "op", id=f"{prefix}-{name}-label", rotation=90))
+
+
+def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers: dict) -> None:
+    """The bands stacked above zero, those from before the block below it, or a note when there are none."""
+    above, below = bands
+    columns = len(panel.columns) + 1
+    bottoms = [0] * columns
+    for number, band in enumerate(above):
+        for k, outline in enumerate(_band_points(band, bottoms, panel.x_of, panel.scale)):
+            ident = f"{panel.prefix}-band-{number}-{k}"
+            items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
+            hovers[ident] = band.label
+        bottoms = [bottoms[c] + band.heights[c] for c in range(columns)]
+    for number, band in enumerate(below):
+        negative = _Band(band.layer, [-h for h in band.heights], band.label)
+        for k, outline in enumerate(_band_points(negative, [0] * columns, panel.x_of, panel.scale)):
+            ident = f"{panel.prefix}-before-{number}-{k}"
+            items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
+            hovers[ident] = band.label
+    if not above and not below:
+        note = "nothing allocated" if not report.peak else "nothing held when an op returned"
+        centre = (panel.plot_left + panel.frame_right) / 2
+        ident = f"{panel.prefix}-empty"
+        items.append(Text(centre, panel.scale(0) - 6, note, "text", id=ident, anchor="middle", baseline="bottom"))
+
+
+def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
+    """The peak over the column that reached it, its label inside the frame; on CUDA, where the allocator's peak
+    cannot be read op by op, across the ops when no column reached it."""
+    if not report.most_held or report.peak <= 0:
+        return
+    left, right = panel.x_of(report.most_held.index(max(report.most_held)), False)
+    label = f"peak {short_bytes(report.peak)}"
+    if max(report.most_held) < report.peak:
+        left, right = panel.plot_left, panel.frame_right
+        label += " inside an op"
+    peak_y = panel.scale(report.peak)
+    items.append(Line(((left - 2, peak_y), (right + 2, peak_y)), "peak", id=f"{panel.prefix}-peak"))
+    anchor, label_x = "start", max(left, panel.plot_left + 2)
+    if label_x + text_width(label, "sans", SMALL_FONT, "bold") > panel.frame_right - 2:
+        anchor, label_x = "end", min(right, panel.frame_right - 2)
+    ident = f"{panel.prefix}-peak-label"
+    items.append(Text(label_x, peak_y - 2, label, "peak-label", id=ident, anchor=anchor, baseline="bottom"))
+
+
+def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers: dict) -> None:
+    """A hover area per op column, and the ops' names under their columns (every ``every``-th)."""
+    for column, (name, _) in enumerate(report.timeline):
+        left, right = panel.x_of(column, False)
+        ident = f"{panel.prefix}-op-{column}"
+        items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
+        hovers[ident] = _op_hover(report, column)
+        if show_ops and panel.columns[column] % every == 0:
+            text = _tick_name(name)
+            y = panel.frame_bottom + 4 + text_width(text, "mono", SMALL_FONT)
+            items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
+
+
+def _plan(reports, labels, show_ops: bool) -> tuple[Scene, dict]:
+    """The scene, and the hover text of each op column, band and legend swatch by id (the SVG's ``<title>``s)."""
+    slots, total_slots, spans = _slots(reports)
+    column_width = min(MAX_COLUMN_WIDTH, PLOT_WIDTH / max(total_slots, 1))
+    column_width = max(column_width, MIN_PLOT_WIDTH / max(total_slots, 1))  # room for the peak's label
+    plot_left = LEFT + MARKER_WIDTH + MARKER_GAP
+    end_left = plot_left + max(total_slots, 1) * column_width + MARKER_GAP
+    headers = [_header(report, label) for report, label in zip(reports, labels)]
+    width = max(end_left + MARKER_WIDTH, LEFT + max(text_width(h, "sans", FONT + 1, "bold") for h in headers), 360)
+    bands = [_bands(report) for report in reports]
+    high = max(1, *(max(map(sum, zip(*(b.heights for b in above))), default=0) for above, _ in bands))
+    low = min(0, *(-max(map(sum, zip(*(b.heights for b in below))), default=0) for _, below in bands))
+    top_value = high + (high - low) * (HEADROOM - 1)
+    every = 1 if total_slots <= MAX_OP_NAMES else math.ceil(total_slots / MAX_OP_NAMES)
+    named = [
+        _tick_name(name)
+        for r, columns in zip(reports, slots)
+        for (name, _), slot in zip(r.timeline, columns)
+        if show_ops and slot % every == 0
+    ]
+    names_height = max(text_width(name, "mono", SMALL_FONT) for name in [*named, "start"]) + 8
+    layers = [layer for layer in LAYER_NAMES if any(b.layer == layer for above, below in bands for b in above + below)]
+    hovers: dict[str, str] = {}
+    items, y = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
+    texts_right = max(item.x + text_width(item.text, "sans", FONT) for item in items if isinstance(item, Text))
+    width = max(width, texts_right) + RIGHT
+    for index, report in enumerate(reports):
+        prefix = f"run{index}"
+        items.append(Text(LEFT, y + 8, headers[index], "title", id=f"{prefix}-title"))
+        plot_top = y + 8 + FONT + 6 + 2 * (SMALL_FONT + 3)  # the title, then two rows for phase names
+        panel = _Panel(prefix, slots[index], plot_top, plot_left, column_width, end_left, low, top_value)
+        _draw_phases(panel, spans[index], items)
+        _draw_frame(panel, items)
+        _draw_bands(panel, report, bands[index], items, hovers)
+        _draw_peak(panel, report, items)
+        _draw_ops(panel, report, every, show_ops, items, hovers)
+        y = panel.frame_bottom + names_height + 6
+        if every > 1 and show_ops:
+            note = f"op names: one in every {every} ({plural(len(report.timeline), 'op')})"
+            items.append(Text(plot_left, y - 4, note, "tick", id=f"{prefix}-op-note"))
+            y += SMALL_FONT + 2
+    return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
+
+
+def memory_scene(reports, labels=None, show_ops: bool = True) -> Scene:
+    """The memory timeline of one or more measured blocks as a ``Scene`` (see ``draw_memory_timeline``)."""
+    reports, labels = _check_reports(reports, labels)
+    require_bool(show_ops, "show_ops")
+    return _plan(reports, labels, show_ops)[0]
+
+
+_IDENTIFIED = re.compile(r'<(rect|polygon) id="([^"]+)"([^>]*)/>')
+
+
+def memory_svg(reports, labels=None, show_ops: bool = True) -> str:
+    """The memory timeline as SVG, each op column and band carrying its hover text as a ``<title>``."""
+    reports, labels = _check_reports(reports, labels)
+    require_bool(show_ops, "show_ops")
+    scene, hovers = _plan(reports, labels, show_ops)
+
+    def with_title(match) -> str:
+        tag, ident, rest = match.groups()
+        hover = hovers.get(ident)
+        if hover is None:
+            return match.group(0)
+        return f'<{tag} id="{ident}"{rest}><title>{escape(hover)}</title></{tag}>'
+
+    return _IDENTIFIED.sub(with_title, svg(scene))
+
+
 def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
-    """Bytes held over the ops of one or more measured blocks, with each peak marked.
+    """Each allocation of one or more measured blocks as a band over their ops, the phases shaded and named.
+
+    One panel per report, on one byte scale; runs with the same phases are aligned phase by phase. A column is
+    an op: its bands are what was held when it returned (a band ends at the op that freed it), hatched on top
+    what was held only while it ran; the narrow columns are the block's start and end. More than 60 allocations
+    in a run are drawn as one band per kind (``tl.MemoryReport.allocations`` has them all).
 
     Args:
         reports: a ``MemoryReport`` from ``measure_memory`` or a list of them (e.g. out-of-place and in-place).
         labels: one label per report.
         ax: a matplotlib Axes to draw on; a new figure when None.
-        show_ops: name the ops along the x axis when there are few of them (≤ 20).
+        show_ops: name the ops under their columns (every k-th when there are more than 24).
 
     Returns:
-        The matplotlib Figure; ``fig.summary`` holds the one-line text summary.
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
 
     Raises:
         TypeError: ``reports`` is not a MemoryReport or a list of them, ``ax`` is not a matplotlib Axes,
@@ -59,43 +567,163 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
     reports, labels = _check_reports(reports, labels)
     require_axes(ax, "ax")
     require_bool(show_ops, "show_ops")
-    if ax is None:
-        fig, ax = bare_figure(7, 3.2, full=False)
-    else:
-        fig = ax.figure
-    longest = max(len(r.timeline) for r in reports)
-    for index, (label, report) in enumerate(zip(labels, reports)):
-        line_style, marker = _STYLES[index % len(_STYLES)]
-        # start at 0, one point after each op, and a last one for what the block leaves (after frees)
-        held = [0.0] + [b / MiB for _, b in report.timeline] + [report.allocated / MiB]
-        ax.step(
-            range(len(held)),
-            held,
-            where="post",
-            linestyle=line_style,
-            marker=marker,
-            label=f"{label} (peak {report.peak / MiB:.2f} MiB)",
-        )
-        peak_step = max(range(len(held)), key=held.__getitem__)
-        ax.annotate(
-            f"peak {report.peak / MiB:.2f} MiB",
-            (peak_step, report.peak / MiB),
-            textcoords="offset points",
-            xytext=(4, 6),
-            fontsize=8,
-        )
-    names = reports[0].timeline
-    if show_ops and len(reports) == 1 and 0 < len(names) <= 20:
-        ax.set_xticks(range(1, len(names) + 2))
-        ax.set_xticklabels([op_name(n) for n, _ in names] + ["end"], rotation=45, ha="right", fontsize=8)
-        ax.set_xlabel("after op")
-    else:
-        ax.set_xlabel("ops run")
-    ax.xaxis.get_major_locator().set_params(integer=True) if not (show_ops and len(reports) == 1) else None
-    ax.set_xlim(-0.3, longest + 1.3)
-    ax.set_ylabel("MiB held (since block start)")
-    ax.legend(fontsize=8, loc="best")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.summary = memory_timeline_summary(reports, labels)
+    scene = _plan(reports, labels, show_ops)[0]
+    fig = render(scene, ax=ax)
+    fig.summary = scene.title
+    fig.scene = scene
+    return fig
+
+
+# ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver
+CUDA_STYLES = {
+    "cuda-tensors": Style(fill=KIND_FILLS["parameter"], edge="white", width=0.4, zorder=2),
+    "cuda-rounding": STYLES[f"band-{ROUNDING}"],
+    "cuda-cached": Style(fill="#f4f4f4", edge="#555555", width=0.6, zorder=2),
+    "cuda-driver": Style(fill="#bbbbbb", edge="#555555", width=0.6, zorder=2),
+    "cuda-unknown": Style(edge="#555555", width=0.8, dash=(3, 2), zorder=2),
+    "title": STYLES["title"],
+    "text": STYLES["text"],
+    "row": Style(family="mono", size=FONT, zorder=5),
+    "note": Style(size=SMALL_FONT, color="#333333", zorder=5),
+}
+_CUDA_ROWS = (
+    ("requested", "the tensors' bytes"),
+    ("allocated", "memory_allocated()"),
+    ("reserved", "memory_reserved()"),
+    ("driver", "the driver (nvidia-smi)"),
+)
+
+
+def _check_cuda_numbers(requested, allocated, reserved, driver, source) -> None:
+    require_int(requested, "requested", minimum=1)
+    for name, value, below in (("allocated", allocated, requested), ("reserved", reserved, allocated)):
+        require_int(value, name, minimum=0)
+        if value < below:
+            raise ValueError(
+                f"{name} ({value:,}) is less than the row under it ({below:,}); on a machine without CUDA, "
+                "torch.cuda's counters answer 0: measure on a GPU, or compute the figures from the allocator's rules"
+            )
+    if driver is not None and require_int(driver, "driver", minimum=0) < reserved:
+        raise ValueError(f"driver ({driver:,}) is less than reserved ({reserved:,}): the driver sees all of it")
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"source must say where the figures come from (a non-empty str), got {describe(source)}")
+
+
+def cuda_memory_summary(requested, allocated, reserved, driver=None, *, source: str) -> str:
+    """One line: where the figures come from, then each of the four views and what it adds."""
+    _check_cuda_numbers(requested, allocated, reserved, driver, source)
+    driver_text = (
+        "not known here (the CUDA context and other processes are not measured)"
+        if driver is None
+        else f"{format_bytes(driver)} (+{format_bytes(driver - reserved)}: the CUDA context and other processes)"
+    )
+    return (
+        f"{source}: the tensors {format_bytes(requested)}; allocated {format_bytes(allocated)} "
+        f"(+{format_bytes(allocated - requested)}: the allocator's rounding); reserved {format_bytes(reserved)} "
+        f"(+{format_bytes(reserved - allocated)}: cached, free for the next tensor); the driver {driver_text}"
+    )
+
+
+def cuda_memory_scene(requested, allocated, reserved, driver=None, *, source: str) -> Scene:
+    """The four views of CUDA memory as bars on one byte scale (see ``draw_cuda_memory``)."""
+    summary = cuda_memory_summary(requested, allocated, reserved, driver, source=source)
+    label_width = max(text_width(label, "mono", FONT) for _, label in _CUDA_ROWS) + 12
+    bar_left, bar_width, row_height = LEFT / 2 + label_width, 300.0, 20.0
+    known = driver if driver is not None else reserved
+    scale = bar_width / (known * (1.0 if driver is not None else 1.25))
+    items = [Text(LEFT / 2, TOP, source, "title", id="cuda-source")]
+    y = TOP + FONT + 14
+    pieces = {
+        "requested": [("cuda-tensors", requested, "")],
+        "allocated": [("cuda-tensors", requested, ""), ("cuda-rounding", allocated - requested, "rounding")],
+        "reserved": [("cuda-tensors", allocated, ""), ("cuda-cached", reserved - allocated, "cached, free")],
+        "driver": [("cuda-tensors", reserved, "")],
+    }
+    values = {"requested": requested, "allocated": allocated, "reserved": reserved, "driver": driver}
+    notes_right = 0.0
+    for row, label in _CUDA_ROWS:
+        items.append(Text(LEFT / 2, y + row_height / 2, label, "row", id=f"cuda-{row}-label", baseline="middle"))
+        x = bar_left
+        for style, nbytes, name in pieces[row]:
+            if nbytes > 0:
+                items.append(Rect(x, y, nbytes * scale, row_height, style, id=f"cuda-{row}-{name or 'tensors'}"))
+                x += nbytes * scale
+        if row == "driver" and driver is None:
+            items.append(Rect(x, y, bar_width * 0.2, row_height, "cuda-unknown", id="cuda-driver-unknown"))
+            note = f"{format_bytes(reserved)} + the CUDA context and other processes: not measured here"
+            x += bar_width * 0.2
+        elif row == "driver":
+            items.append(Rect(x, y, (driver - reserved) * scale, row_height, "cuda-driver", id="cuda-driver-rest"))
+            x += (driver - reserved) * scale
+            note = f"{format_bytes(driver)}: + {format_bytes(driver - reserved)} context and other processes"
+        else:
+            extra = {"allocated": allocated - requested, "reserved": reserved - allocated}.get(row)
+            note = format_bytes(values[row])
+            if extra is not None:
+                note += f": + {format_bytes(extra)} " + ("rounding" if row == "allocated" else "cached, free")
+        items.append(Text(x + 6, y + row_height / 2, note, "note", id=f"cuda-{row}-note", baseline="middle"))
+        notes_right = max(notes_right, x + 6 + text_width(note, "sans", SMALL_FONT))
+        y += row_height + 8
+        rounding = allocated - requested
+        if row == "allocated" and 0 < rounding * 20 < allocated:  # too thin to see: the block's end, magnified
+            window = min(allocated, max(2 * MiB, 2 * rounding))
+            zoom = bar_width / window
+            label = f"its last {short_bytes(window)}"
+            items.append(
+                Text(LEFT / 2 + 12, y + row_height / 2, label, "note", id="cuda-zoom-label", baseline="middle")
+            )
+            items.append(
+                Rect(bar_left, y, (window - rounding) * zoom, row_height, "cuda-tensors", id="cuda-zoom-tensors")
+            )
+            items.append(
+                Rect(
+                    bar_left + (window - rounding) * zoom,
+                    y,
+                    rounding * zoom,
+                    row_height,
+                    "cuda-rounding",
+                    id="cuda-zoom-rounding",
+                )
+            )
+            note = f"the tensor ends {format_bytes(rounding)} before the block does"
+            items.append(
+                Text(bar_left + bar_width + 6, y + row_height / 2, note, "note", id="cuda-zoom-note", baseline="middle")
+            )
+            notes_right = max(notes_right, bar_left + bar_width + 6 + text_width(note, "sans", SMALL_FONT))
+            y += row_height + 8
+    return Scene(notes_right + RIGHT, y + 4, tuple(items), CUDA_STYLES, summary)
+
+
+def draw_cuda_memory(requested, allocated, reserved, driver=None, *, source: str, ax=None):
+    """What one CUDA allocation costs in each of four views: the tensors' bytes, ``memory_allocated()`` (the
+    allocator's blocks), ``memory_reserved()`` (its segments, free ones included) and the driver's (nvidia-smi).
+
+    The figures come from a measurement on a GPU or from the allocator's rules (chapter 6 computes them on the
+    CPU); ``source`` says which, in the picture and its summary. A view that was not measured (``driver=None``)
+    is drawn as unknown, never as zero, and figures that cannot be CUDA's (``allocated`` under ``requested``, as
+    ``torch.cuda.memory_allocated()`` gives on a machine without CUDA: 0) are refused.
+
+    Args:
+        requested: the tensors' bytes (positive int).
+        allocated: what ``torch.cuda.memory_allocated()`` grew by.
+        reserved: what ``torch.cuda.memory_reserved()`` grew by.
+        driver: what the device's used memory grew by (``total - free`` of ``torch.cuda.mem_get_info()``), or
+            None when not measured.
+        source: where the figures come from, e.g. ``"measured on cuda:0"`` or ``"computed from the allocator's
+            rules (no GPU here)"``.
+        ax: a matplotlib Axes to draw on; a new figure when None.
+
+    Returns:
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
+
+    Raises:
+        TypeError: a figure that is not an int, ``source`` not a non-empty str, ``ax`` not a matplotlib Axes.
+        ValueError: a figure below the one it contains (``allocated < requested``, ``reserved < allocated``,
+            ``driver < reserved``), or ``requested`` not positive.
+    """
+    require_axes(ax, "ax")
+    scene = cuda_memory_scene(requested, allocated, reserved, driver, source=source)
+    fig = render(scene, ax=ax)
+    fig.summary = scene.title
+    fig.scene = scene
     return fig
