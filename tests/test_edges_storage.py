@@ -219,3 +219,40 @@ def test_layout_picture_reads_the_cells_the_elements_use(t):
     read = {c.index for c in picture.cells if c.row == "t" and c.state == "read"}
     visible = {c.index for c in picture.cells if c.row == "t"}
     assert read == set(raw_values(t)) & visible
+
+
+# ------------------------------------------------------------------- grids and ghosts at the edges (issue 14)
+
+
+def test_grids_of_huge_and_many_dimensional_tensors_stay_small():
+    from tutorial_lib.pictures.layout_picture import layout_scene
+
+    huge = torch.empty(2**40, 2**20, device="meta")
+    picture = layout_picture(huge, names=["m"], show_values=False)
+    grid = picture.grids[0]
+    assert len(grid.elements) == 5 * 7 and grid.element(2**40 - 1, 2**20 - 1).storage_index == 2**60 - 1
+    assert "m's grid shows 5 of 1,099,511,627,776 rows, 7 of 1,048,576 columns" in picture.summary
+    six = torch.arange(2 * 3 * 4 * 5 * 6 * 7).reshape(2, 3, 4, 5, 6, 7)
+    picture = layout_picture(six, names=["t"])
+    grid = picture.grids[0]
+    assert len(grid.elements) <= 4 * 4 * 4 * 3
+    for element in grid.elements:  # the value of an arange is its storage index
+        assert six[element.index].item() == element.storage_index
+    assert len({b.line for b in grid.blocks}) <= 3 and len(layout_scene(picture).items) < 1500
+    many = many_dims()
+    picture = layout_picture(many, names=["d"])
+    assert [e.storage_index for e in picture.grids[0].elements] == list(range(6))
+
+
+def test_a_setting_far_past_the_end_says_where_it_reaches_without_drawing_that_far():
+    from tutorial_lib.facts.storage import planned_layout
+    from tutorial_lib.pictures.layout_picture import GHOST_CELLS, layout_scene
+
+    storage = torch.arange(12.0)
+    picture = layout_picture(planned_layout(storage, (3,), (1,), 10**6), names=["t"], values_from=storage)
+    scene = layout_scene(picture)
+    assert picture.row_cells("t", "ghost") == () and scene.width < 1000
+    assert "reaches index 1,000,002" in scene.ids()["ghosttext:0"].text
+    assert all(e.past_end for e in picture.grids[0].elements)
+    near = layout_picture(planned_layout(storage, (30,), (1,), 0), names=["t"], values_from=storage)
+    assert [c.index for c in near.row_cells("t", "ghost")] == list(range(12, 12 + GHOST_CELLS))

@@ -21,6 +21,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.explorers.layout_explorers import (  # noqa: E402
+    HOVER_OUTLINE,
+    HOVER_ROW,
     NO_COMPARISON,
     OPERATIONS,
     TABLE_HEIGHT,
@@ -28,12 +30,16 @@ from tutorial_lib.explorers.layout_explorers import (  # noqa: E402
     VERDICT_BADGES,
     StrideExplorer,
     ViewCopyExplorer,
+    copied_from,
+    hover_css,
     parse_ints,
     run_operation,
+    sources_html,
     stride_explorer,
     verdict_html,
     view_copy_explorer,
 )
+from tutorial_lib.pictures import palette  # noqa: E402
 
 
 def table_rows(markup: str) -> list[list[str]]:
@@ -61,7 +67,8 @@ def test_stride_explorer_starts_as_a_contiguous_matrix():
     assert explorer.error == "" and explorer.message.value == ""
     assert explorer.summary == (
         "storage of 12 float32 (48 bytes); t: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 "
-        "(contiguous); t.is_contiguous() is True"
+        "(contiguous); each tensor is also drawn as a grid of its shape, each element naming the storage index it "
+        "reads; t.is_contiguous() is True"
     )
     assert "<svg" in explorer.picture_view.value and "t.is_contiguous()</b>: yes" in explorer.table.value
 
@@ -135,9 +142,13 @@ def test_impossible_settings_are_explained_never_raised(shape, stride, offset, w
     assert words in explorer.error
     assert words in explorer.message.value and "⚠" in explorer.message.value
     assert explorer.summary.startswith("invalid setting: ")
-    assert explorer.tensor is None and explorer.layout_model is None and explorer.picture is None
-    assert explorer.figure is None
-    assert "opacity:0.3" in explorer.picture_view.value  # the last valid picture stays, faded
+    assert explorer.tensor is None
+    if words == "Out of bounds":  # drawn as it would be, its elements past the end as ghost cells
+        assert explorer.picture.row_cells("t", "ghost") and explorer.figure is not None
+        assert "opacity:0.3" not in explorer.picture_view.value and "dashed ghost cells" in explorer.summary
+    else:
+        assert explorer.layout_model is None and explorer.picture is None and explorer.figure is None
+        assert "opacity:0.3" in explorer.picture_view.value  # the last valid picture stays, faded
     set_layout(explorer, "3, 4", "4, 1", 0)
     assert explorer.error == "" and explorer.message.value == "" and explorer.layout_model.shape == (3, 4)
 
@@ -220,7 +231,7 @@ def test_the_picture_is_inline_svg_at_the_scenes_size_within_the_page():
         assert "max-width:100%" in svg_attribute(markup, "style")
         widths.append(scene.width)
     assert widths[0] < widths[1]  # the sizes follow the pictures
-    explorer.offset.value = 1  # out of bounds: the last picture stays, faded
+    explorer.stride.value = "-1, 1"  # impossible: the last picture stays, faded
     assert explorer.scene is None and explorer.figure is None
     assert "opacity:0.3" in explorer.picture_view.value and svg_attribute(explorer.picture_view.value, "width") == (
         f"{widths[1]:.1f}pt"
@@ -451,3 +462,111 @@ def test_the_factories_are_the_public_api_and_the_classes_stay_in_their_module()
 def test_view_copy_explorer_bad_arguments(kwargs, error, words):
     with pytest.raises(error, match=words):
         view_copy_explorer(**kwargs)
+
+
+# ------------------------------------------------------------------------- grids, ghosts and hover links
+
+
+def hover_pairs(markup: str) -> set[tuple[str, str]]:
+    """(hovered id, outlined id) of every ``svg:has([id=...]:hover) [id=...]`` rule in ``markup``'s <style>."""
+    return set(re.findall(r'svg:has\(\[id="([^"]+)"\]:hover\) \[id="([^"]+)"\]', markup))
+
+
+def test_hovering_a_grid_element_outlines_the_cell_it_reads_and_back():
+    explorer = stride_explorer()
+    set_layout(explorer, "4, 3", "1, 4")
+    markup = explorer.picture_view.value
+    assert markup.startswith("<style>") and "<script" not in markup
+    pairs = hover_pairs(markup)
+    truth = explorer.storage.as_strided((4, 3), (1, 4), 0)
+    ids = explorer.scene.ids()
+    for position in range(12):
+        i, j = divmod(position, 3)
+        index = truth[i, j].item()  # arange storage: the value is the storage index
+        element, cell, row_cell = f"elem:t:{position}", f"cell:0:storage:{index:g}", f"cell:0:t:{index:g}"
+        assert {(element, cell), (cell, element), (element, row_cell), (row_cell, element)} <= pairs
+        assert element in ids and cell in ids and row_cell in ids  # every linked id is drawn
+    assert f".{explorer.scope} svg text{{pointer-events:none}}" in markup
+
+
+def test_hovering_links_the_grid_and_the_address_table_within_one_explorer():
+    explorer, other = stride_explorer(), stride_explorer()
+    assert explorer.scope != other.scope and explorer.scope in explorer.widget._dom_classes
+    markup = explorer.picture_view.value
+    for position, *_ in explorer.addresses:
+        assert f'<tr data-elem="elem:t:{position}">' in explorer.table.value
+        assert f'.{explorer.scope}:has([id="elem:t:{position}"]:hover) tr[data-elem="elem:t:{position}"]' in markup
+        assert f'.{explorer.scope}:has(tr[data-elem="elem:t:{position}"]:hover) [id="elem:t:{position}"]' in markup
+    assert HOVER_ROW in markup and HOVER_OUTLINE in markup
+
+
+def test_hover_css_checks_its_arguments():
+    picture = stride_explorer().picture
+    with pytest.raises(TypeError, match="picture"):
+        hover_css("picture", "tl-1")
+    with pytest.raises(ValueError, match="scope"):
+        hover_css(picture, "bad scope{")
+
+
+def test_running_past_the_end_draws_ghost_cells_where_the_tensor_runs_out():
+    explorer = stride_explorer()
+    set_layout(explorer, "3, 5", "4, 1", 1)
+    assert explorer.tensor is None and "Out of bounds" in explorer.message.value
+    ghosts = explorer.picture.row_cells("t", "ghost")
+    assert [(c.index, c.positions) for c in ghosts] == [(12, (13,)), (13, (14,))]
+    ids = explorer.scene.ids()
+    assert ids["cell:0:t:12"].style == "ghost" and ids["elem:t:14"].style == "ghost"
+    assert "past the end of the storage" in ids["ghosttext:0"].text
+    assert 'id="cell:0:t:13"' in explorer.picture_view.value and "opacity:0.3" not in explorer.picture_view.value
+    assert explorer.summary.endswith(
+        "drawn anyway, its elements past the end as dashed ghost cells (the last would read storage index 13)"
+    )
+    set_layout(explorer, "3, 4", "4, 1", 0)
+    assert explorer.error == "" and not explorer.picture.row_cells("t", "ghost")
+
+
+def test_a_float64_storage_widens_the_byte_ruler():
+    explorer = stride_explorer()
+    narrow = dict(explorer.scene.texts())
+    explorer.dtype.value = "float64"
+    wide = dict(explorer.scene.texts())
+    assert narrow["ruler:0:4"] == "4" and "ruler:0:4" not in wide and wide["ruler:0:8"] == "8"
+    assert wide["ruler:0:96"] == "96" and "8 bytes per cell" in explorer.picture.notes[-1]
+
+
+def test_a_copy_says_which_cells_of_x_each_element_came_from():
+    explorer = view_copy_explorer()
+    explorer.operation.value = "x.t().reshape(-1)"
+    x = torch.arange(12.0).reshape(3, 4)
+    truth = x.t().reshape(-1)  # arange: each value is the storage index it was copied from
+    assert explorer.outcome.sources == tuple(int(v) for v in truth.tolist()) == (0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11)
+    assert explorer.summary.endswith(
+        "; x.t().reshape(-1)'s elements hold the values of x's cells 0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11"
+    )
+    drawn = dict(explorer.scene.texts())  # drawn in the copy's grid: "← k" under each element
+    assert [drawn[f"source:x.t().reshape(-1):{p}"] for p in range(4)] == ["← 0", "← 4", "← 8", "← 1"]
+    assert "[1] ← 4" in explorer.after_view.value and sources_html(explorer.outcome) in explorer.after_view.value
+    pairs = hover_pairs(explorer.after_view.value)
+    assert ("elem:x.t().reshape(-1):1", "cell:0:storage:4") in pairs and (
+        "cell:0:x:4",
+        "elem:x.t().reshape(-1):1",
+    ) in pairs
+    explorer.operation.value = "x.t()"  # a view reads x's cells itself: nothing copied
+    assert explorer.outcome.sources is None and "←" not in explorer.after_view.value
+    explorer.operation.value = "x * 2"  # computed, not copied: values x does not hold
+    assert explorer.outcome.sources is None
+
+
+def test_copied_from_traces_only_what_values_can_tell():
+    x = torch.arange(6.0).reshape(2, 3)
+    assert copied_from(x, x[[1, 0]].clone()) == (3, 4, 5, 0, 1, 2)
+    assert copied_from(x.t(), x.t().flip(0)) == (2, 5, 1, 4, 0, 3)
+    assert copied_from(torch.zeros(3), torch.zeros(2)) is None  # one value in several cells
+    assert copied_from(x, torch.zeros(0)) is None
+    with pytest.raises(TypeError, match="result"):
+        copied_from(x, [1])
+
+
+def test_verdict_badges_use_the_palettes_verdict_colours():
+    assert VERDICT_BADGES["view"][1] == palette.VIEW and VERDICT_BADGES["copy"][1] == palette.COPY
+    assert VERDICT_BADGES["in-place"][1] == palette.STALE and VERDICT_BADGES["same tensor"][1] == palette.STORAGE

@@ -22,6 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tutorial_lib import layout  # noqa: E402
+from tutorial_lib.pictures import palette  # noqa: E402
 from tutorial_lib.pictures.layout_picture import (  # noqa: E402
     CELL_INSET,
     CELL_PT,
@@ -83,7 +84,8 @@ def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
         "storage of 12 float32 (48 bytes); a: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 (contiguous); "
         "a.t(): shape (4, 3) stride (1, 4) offset 0 reads the same 12 cells as a in a different order; "
         "a[1:, 1:3]: shape (2, 2) stride (4, 1) offset 5 reads 4 elements within cells 5–10, not contiguously, "
-        "4 of a's 12 cells"
+        "4 of a's 12 cells; each tensor is also drawn as a grid of its shape, each element naming the storage "
+        "index it reads"
     )
     assert fig.summary == layout_summary(a, a.t(), a[1:, 1:3], names=["a", "a.t()", "a[1:, 1:3]"])
     assert fig.scene.title == fig.summary
@@ -95,7 +97,7 @@ def test_rows_labels_and_legend_are_drawn_once_each(matrix):
     assert drawn["strip:0"] == "storage of 12 float32 (48 bytes)"
     assert drawn["label:0:a"] == "a: shape (3, 4)  stride (4, 1)  offset 0  ·  float32  ·  contiguous"
     assert drawn["label:0:a.t()"] == "a.t(): shape (4, 3)  stride (1, 4)  offset 0  ·  float32  ·  not contiguous"
-    assert drawn["legend"] == " · ".join(fig.layout_picture.notes)
+    assert drawn["legend"] == "\n".join(fig.layout_picture.notes)
     ids = [item.id for item in fig.scene.items if item.id]
     assert len(ids) == len(set(ids))  # every id names one item
     # Labels stand above their row's cells; the rows follow the strip downwards.
@@ -128,7 +130,8 @@ def test_long_cell_texts_shrink_to_fit_their_cell():
         size = style.size if item.size is None else item.size
         fits = text_width(item.text, style.family, size, style.weight) <= CELL_PT * FIT_ROOM + 1e-6
         assert fits or size == MIN_FONT_PT  # never smaller than the smallest readable size
-    assert MIN_FONT_PT < scene.ids()["text:0:storage:0"].size < STYLES["value"].size  # "12345" shrinks to fit
+    assert MIN_FONT_PT == palette.MIN_TEXT_PT  # no text shrinks below the course's smallest size
+    assert scene.ids()["text:0:storage:0"].size == MIN_FONT_PT  # "12345" shrinks as far as it may
     assert scene.ids()["text:0:storage:1"].size is None  # "1" fits at the style's size
     assert scene.ids()["text:0:storage:2"].size == MIN_FONT_PT  # "-0.000123" would need less
 
@@ -152,7 +155,7 @@ def test_steps_jump_stride_cells_like_torch(matrix):
     start, end = items["cell:0:a.t():0"], items["cell:0:a.t():4"]
     assert y0 == y1 > start.y + start.h
     assert x0 == pytest.approx(start.x + start.w / 2) and x1 == pytest.approx(end.x + end.w / 2)
-    ticks = [item for item in fig.scene.items if isinstance(item, Line)]
+    ticks = [item for item in fig.scene.items if isinstance(item, Line) and item.style != "ruler"]
     assert len(ticks) == 2 * len(fig.layout_picture.steps) and {t.style for t in ticks} == {"tick"}
 
 
@@ -185,8 +188,12 @@ def test_uint8_view_is_drawn_per_byte_and_lines_up_with_the_float_cells(matrix):
     fig = draw_layout(matrix, b, matrix[1], names=["a", "bytes", "a[1]"])
     strip = fig.layout_picture.strips[0]
     assert strip.unit_bytes == 1 and strip.itemsize == 4
-    assert_row_matches_torch(fig, "bytes", b)
+    assert fig.layout_picture.read_map("bytes") == truth_map(b)
     assert_row_matches_torch(fig, "a[1]", matrix[1])
+    # The byte row shows the bytes' values (what the text explains), not positions.
+    raw = matrix.view(torch.uint8).reshape(-1).tolist()
+    assert [items_text for items_text in (texts(fig)[f"text:0:bytes:{k}"] for k in range(48))] == [str(v) for v in raw]
+    assert "bytes: each cell it reads shows its uint8 value, not a position" in fig.layout_picture.notes
     items = fig.scene.ids()
     inset = CELL_INSET * CELL_PT
     for k in range(12):
@@ -411,3 +418,194 @@ def test_importing_the_module_imports_no_matplotlib_and_changes_nothing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------------------------ grids (issue 14)
+
+
+def grid_of(picture, name):
+    return next(grid for grid in picture.grids if grid.row == name)
+
+
+def test_each_tensor_is_a_grid_whose_elements_name_the_storage_index_torch_reads(matrix):
+    t = matrix.t()
+    fig = draw_layout(matrix, t, names=["a", "a.t()"])
+    items, grid = fig.scene.ids(), grid_of(fig.layout_picture, "a.t()")
+    assert [(e.index, e.storage_index) for e in grid.elements][:4] == [
+        ((0, 0), 0),
+        ((0, 1), 4),
+        ((0, 2), 8),
+        ((1, 0), 1),
+    ]
+    base = t.untyped_storage().data_ptr()
+    for element in grid.elements:
+        i, j = element.index
+        assert (
+            element.storage_index
+            == (t[i, j].data_ptr() - base) // 4
+            == t.storage_offset() + i * t.stride(0) + j * t.stride(1)
+        )
+        assert element.position == i * 3 + j
+        box, text = items[f"elem:a.t():{element.position}"], items[f"elemtext:a.t():{element.position}"]
+        # Coloured like the tensor's cells, the storage index written in it.
+        assert box.style == items[f"cell:0:a.t():{element.storage_index}"].style == "row1"
+        assert text.text == str(element.storage_index)
+        assert box.y + box.h < items["cell:0:storage:0"].y  # the grid is above the storage strip
+    drawn = texts(fig)
+    assert drawn["gridtitle:a.t()"] == "a.t(): 4×3 grid (i down, j across)"
+    assert [drawn[f"colhead:a.t():0:{c}"] for c in range(3)] == ["0", "1", "2"]
+    assert [drawn[f"rowhead:a.t():0:{r}"] for r in range(4)] == ["0", "1", "2", "3"]
+    assert "each element naming the storage index it reads" in fig.summary
+
+
+@given(strided_views())
+def test_any_grid_element_names_the_storage_index_torch_gives(t):
+    picture = layout_picture(t, names=["t"])
+    grid = grid_of(picture, "t")
+    scene = layout_scene(picture)
+    truth = torch.arange(t.untyped_storage().nbytes() // t.element_size()).as_strided(
+        t.shape, t.stride(), t.storage_offset()
+    )
+    if t.numel() == 0:
+        assert grid.elements == () and "no elements" in dict(scene.texts())["gridtitle:t"]
+        return
+    for element in grid.elements:
+        assert element.storage_index == truth[element.index].item()
+        assert element.storage_index == t.storage_offset() + sum(i * s for i, s in zip(element.index, t.stride()))
+        assert truth.reshape(-1)[element.position].item() == element.storage_index
+        assert scene.ids()[f"elemtext:t:{element.position}"].text == f"{element.storage_index:,}"
+    assert len({e.position for e in grid.elements}) == len(grid.elements)
+    assert len(grid.elements) == t.numel()  # small: nothing cut
+
+
+def test_more_dims_are_nested_blocks_labelled_by_their_leading_indices():
+    x = torch.arange(16.0).reshape(4, 4)
+    u = x.unfold(0, 2, 1).unfold(1, 2, 1)
+    fig = draw_layout(x, u, names=["x", "u"])
+    grid = grid_of(fig.layout_picture, "u")
+    assert [(b.lead, b.line, b.place) for b in grid.blocks] == [((i, j), i, j) for i in range(3) for j in range(3)]
+    drawn = texts(fig)
+    assert drawn["gridtitle:u"] == "u: 3×3×2×2 grid (i down, j across)"
+    assert drawn["blocklabel:u:4"] == "[1, 1, :, :]"
+    assert len(grid.elements) == 36 and grid.cut == ""
+    assert grid.element(1, 2, 1, 0).storage_index == u[1, 2, 1, 0].item() == 10
+
+
+def test_zero_dim_empty_and_big_grids():
+    scalar = torch.arange(5.0)[3]
+    picture = layout_picture(scalar, names=["s"])
+    (element,) = grid_of(picture, "s").elements
+    assert element.index == () and element.storage_index == 3
+    assert dict(layout_scene(picture).texts())["gridtitle:s"] == "s: 0-d, one element"
+    empty = layout_picture(torch.zeros(0, 4), names=["e"])
+    assert dict(layout_scene(empty).texts())["gridtitle:e"] == "e: no elements (shape (0, 4))"
+    big = torch.zeros(100, 30)
+    picture = layout_picture(big, names=["big"])
+    grid = grid_of(picture, "big")
+    assert grid.blocks[0].rows == (0, 1, 2, 3, None, 99) and grid.blocks[0].columns == (0, 1, 2, 3, 4, 5, None, 29)
+    assert grid.element(99, 29).storage_index == 2999 and grid.element(50, 3) is None
+    assert "(big's grid shows 5 of 100 rows, 7 of 30 columns)" in picture.summary
+    drawn = dict(layout_scene(picture).texts())
+    assert drawn["rowhead:big:0:4"] == "⋮" and drawn["colhead:big:0:6"] == "…"
+    cube = layout_picture(torch.zeros(9, 2, 2), names=["c"])
+    assert "c's grid shows 3 of 9 blocks" in cube.summary
+
+
+def test_the_legend_is_at_the_top_in_readable_type_and_says_what_each_number_is(matrix):
+    fig = draw_layout(matrix, matrix.t(), names=["a", "a.t()"])
+    items, notes = fig.scene.ids(), fig.layout_picture.notes
+    legend = items["legend"]
+    assert legend.y < items["strip:0"].y and legend.y < min(i.y for k, i in items.items() if k.startswith("elem:"))
+    assert STYLES["legend"].size >= palette.TEXT_PT and STYLES["legend"].color == palette.INK
+    assert notes[0] == "grids: element t[i, j] in its place, with the storage index it reads written in it"
+    assert "tensor rows: under each storage cell, the row-major position of the element that reads it" in notes
+    assert "storage: the index above each cell, its value inside" in notes
+    sizes = [item.size or STYLES[item.style].size for item in fig.scene.items if isinstance(item, Text)]
+    assert min(sizes) >= palette.MIN_TEXT_PT  # nothing below the course's smallest text
+
+
+def test_rows_take_the_palettes_tensor_colours_twelve_before_repeating():
+    base = torch.arange(13.0)
+    rows = [base[k : k + 1] for k in range(13)]
+    picture = layout_picture(*rows, names=[f"r{k}" for k in range(13)])
+    scene = layout_scene(picture)
+    fills = [STYLES[scene.ids()[f"cell:0:r{k}:{k}"].style].fill for k in range(13)]
+    assert fills[:12] == [palette.tensor_colour(k) for k in range(12)] and len(set(fills[:12])) == 12
+    assert fills[12] == fills[0]
+    assert STYLES["storage"].fill == palette.STORAGE and STYLES["ghost"].edge == palette.STALE
+
+
+def test_every_views_first_cells_are_drawn_on_a_big_storage():
+    x = torch.arange(10_000.0)
+    views = {"x": x, "x[2000:2100]": x[2000:2100], "x[5000:5050]": x[5000:5050], "x[7000::3]": x[7000::3]}
+    picture = layout_picture(*views.values(), names=list(views))
+    for name, view in views.items():
+        first = view.storage_offset()
+        cell = next(c for c in picture.row_cells(name) if c.index == first)
+        assert cell.state == "read" and cell.positions[0] == 0  # never in the "not shown" gap
+    assert len(picture.row_cells("storage")) <= 64
+
+
+def test_a_byte_ruler_under_the_strip_widens_with_the_dtype():
+    for dtype, step in [(torch.float32, 4), (torch.float64, 8), (torch.int16, 2)]:
+        picture = layout_picture(torch.arange(12).to(dtype), names=["t"])
+        scene = layout_scene(picture)
+        ticks = [item for item in scene.items if isinstance(item, Line) and item.style == "ruler" and not item.id]
+        assert len(ticks) == 13
+        # One tooth per byte: a float64 cell spans 8 of them, a float32 cell 4.
+        comb = scene.ids()["bytes:0:0"]
+        assert len(comb.points) == 3 * (12 * step + 1)
+        teeth = sorted({x for x, _ in comb.points})
+        cell = scene.ids()["cell:0:storage:0"]
+        assert teeth[step] == pytest.approx(cell.x + cell.w) and teeth[1] - teeth[0] == pytest.approx(cell.w / step)
+        numbers = {int(i.split(":")[2]): t for i, t in scene.texts() if i.startswith("ruler:")}
+        assert numbers[0] == "0" and all(byte % step == 0 for byte in numbers) and max(numbers) == 12 * step
+        assert f"({step} bytes per cell)" in picture.notes[-1]
+        assert scene.ids()["ruler:0:0"].y > scene.ids()["cell:0:storage:0"].y
+
+
+def test_a_setting_past_the_storages_end_is_drawn_with_ghost_cells():
+    from tutorial_lib.facts.storage import planned_layout
+
+    storage = torch.arange(12.0)
+    lay = planned_layout(storage, (3, 4), (4, 1), 2)  # torch refuses: the last two elements run past the end
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        storage.as_strided((3, 4), (4, 1), 2)
+    picture = layout_picture(lay, names=["t"], values_from=storage)
+    ghosts = picture.row_cells("t", "ghost")
+    assert [(c.index, c.positions) for c in ghosts] == [(12, (10,)), (13, (11,))]
+    assert [c.text for c in picture.row_cells("storage")] == [str(k) for k in range(12)]
+    assert "t runs past the storage's end (its last element would read index 13, 2 cells past it)" in picture.summary
+    assert "dashed red: past the end" in " ".join(picture.notes)
+    scene = layout_scene(picture)
+    items = scene.ids()
+    end = items["cell:0:storage:11"]
+    assert items["cell:0:t:12"].x > end.x + end.w and STYLES[items["cell:0:t:12"].style].dash is not None
+    assert "past the end of the storage" in items["ghosttext:0"].text
+    grid = grid_of(picture, "t")
+    assert [e.index for e in grid.elements if e.past_end] == [(2, 2), (2, 3)]
+    assert items["elem:t:11"].style == "ghost" and items["elem:t:0"].style == "row0"
+    with pytest.raises(ValueError, match="show_values"):
+        layout_picture(lay, names=["t"])
+
+
+def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
+    picked = matrix[[0, 2]]
+    sources = (0, 1, 2, 3, 8, 9, 10, 11)
+    picture = layout_picture(matrix, picked, names=["x", "x[[0, 2]]"], copied={"x[[0, 2]]": ("x", sources)})
+    grid = grid_of(picture, "x[[0, 2]]")
+    assert grid.source_row == "x" and [e.source for e in grid.elements] == list(sources)
+    for element in grid.elements:  # the value it holds is the value of x's cell it names
+        assert picked[element.index].item() == matrix.reshape(-1)[element.source].item()
+    drawn = dict(layout_scene(picture).texts())
+    assert drawn["source:x[[0, 2]]:4"] == "← 8"
+    assert "x[[0, 2]]'s elements hold the values of x's cells 0, 1, 2, 3, 8, 9, 10, 11" in picture.summary
+    assert "← k under an element of x[[0, 2]]: it was copied from x's storage cell k" in picture.notes
+    for copied, error in [
+        ([1], TypeError),
+        ({"y": ("x", (0,))}, ValueError),
+        ({"x[[0, 2]]": ("x[[0, 2]]", (0,))}, ValueError),
+        ({"x[[0, 2]]": ("x", (-1,))}, ValueError),
+    ]:
+        with pytest.raises(error, match="copied"):
+            layout_picture(matrix, picked, names=["x", "x[[0, 2]]"], copied=copied)

@@ -209,3 +209,39 @@ def test_layout_is_immutable_and_readable():
         lay.stride = (1, 1)
     assert lay.formula() == "storage[1 + 1*i0 + 4*i1]"
     assert repr(lay).startswith("Layout(shape=(3, 3), stride=(1, 4), storage_offset=1")
+
+
+def test_planned_layout_matches_torch_where_torch_accepts_and_runs_past_the_end_where_it_refuses():
+    from tutorial_lib.facts.storage import planned_layout
+
+    storage = torch.arange(12.0)
+    for shape, stride, offset in [((3, 4), (4, 1), 0), ((4, 3), (1, 4), 0), ((2, 2), (4, 1), 5), ((3, 4), (0, 1), 0)]:
+        planned, real = (
+            planned_layout(storage, shape, stride, offset),
+            layout(storage.as_strided(shape, stride, offset)),
+        )
+        assert planned == real
+    past = planned_layout(storage, (3, 4), (4, 1), 1)
+    assert past.index_range == (1, 12) and past.storage_numel == 12 and past.is_contiguous
+    for shape, stride in [((2, 1, 3), (3, 7, 1)), ((0, 5), (9, 2)), ((2, 3), (1, 2)), ((2, 3), (3, 1)), ((1,), (5,))]:
+        truth = torch.empty(100).as_strided(shape, stride).is_contiguous()
+        assert planned_layout(storage, shape, stride, 0).is_contiguous == truth
+    with pytest.raises(ValueError, match="stride"):
+        planned_layout(storage, (3,), (-1,), 0)
+    with pytest.raises(ValueError, match="one entry per dimension"):
+        planned_layout(storage, (3, 4), (1,), 0)
+    with pytest.raises(TypeError, match="shape"):
+        planned_layout(storage, "3, 4", (1,), 0)
+
+
+def test_unravel_index_is_numpys_for_any_shape():
+    from tutorial_lib.facts.storage import unravel_index
+
+    for shape in [(3, 4), (2, 3, 4), (5,), (), (1, 1, 7)]:
+        for position in range(int(np.prod(shape))):
+            assert unravel_index(position, shape) == tuple(int(i) for i in np.unravel_index(position, shape))
+    assert unravel_index(2**70 + 5, (2**80, 2**70)) == (1, 5)  # Python ints: no overflow
+    with pytest.raises(ValueError, match="position"):
+        unravel_index(12, (3, 4))
+    with pytest.raises(TypeError, match="position"):
+        unravel_index(1.0, (3, 4))

@@ -9,16 +9,23 @@ rasterising a matplotlib figure on every change takes several times the 50 ms bu
 (benchmarks/bench_explorers.py). ``figure`` draws the same scene with matplotlib, into one reused figure.
 
 torch is the judge of what is possible: the stride explorer builds its tensor with ``torch.as_strided``
-and shows torch's refusal, explained, in a message instead of raising. Its text fields send a value when
-an edit is complete (Enter or leaving the field), so half-typed settings are never drawn.
+and shows torch's refusal, explained, in a message instead of raising; a setting that runs past the storage's
+end is drawn anyway, its elements past the end as dashed ghost cells. Its text fields send a value when an edit
+is complete (Enter or leaving the field), so half-typed settings are never drawn.
+
+The pictures link what belongs together with CSS alone (``hover_css``: no JavaScript): hovering an element of
+a tensor's grid outlines the storage cell it reads, its cell in the tensor's row and its address-table row, and
+hovering a cell or a table row outlines the elements reading it.
 
 The view/copy explorer shows its verdict as a large VIEW / COPY / IN-PLACE badge (colour and word, with a
 sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
+For a copy it says which of ``x``'s cells each element was copied from, and hovering links them.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -28,6 +35,8 @@ import torch
 from ..common.checks import describe, require_positive_int, require_tensor
 from ..common.text import op_name
 from ..facts.ops import OpReport, OpRow, view_or_copy
+from ..facts.storage import layout, planned_layout, unravel_index
+from ..pictures import palette
 from ..pictures.layout_picture import LayoutPicture, layout_picture, layout_scene
 from ..pictures.scene import Scene
 from .base import Explorer
@@ -80,6 +89,67 @@ OPERATIONS = (
 )
 
 _NUMBER = re.compile(r"^[+-]?\d+$")
+#: Each explorer's widgets carry a class of their own, so hover rules reach only that explorer's table.
+_SCOPES = itertools.count()
+#: How a hovered thing's partners are outlined (palette ink, thick) and its table row tinted.
+HOVER_OUTLINE = f"stroke:{palette.INK} !important;stroke-width:3.5px !important"
+HOVER_ROW = f"background:{palette.STORAGE}"
+
+
+def _css_string(text: str) -> str:
+    """``text`` as a quoted CSS string (for attribute selectors: ids hold ':', '[' and spaces)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ") + '"'
+
+
+def hover_css(picture: LayoutPicture, scope: str, links=()) -> str:
+    """An inline ``<style>`` that links each grid element to the cells it reads, and back, on hover.
+
+    Within one SVG picture: hovering ``elem:<row>:<position>`` outlines the storage cell and the row cell it
+    reads; hovering either cell outlines the elements that read it. Within the element of class ``scope``:
+    hovering an element tints the address-table row ``tr[data-elem=...]`` of the same id, and hovering the row
+    outlines the element and its cells. ``links`` adds ``(element id, cell id)`` pairs (a copy's sources).
+
+    Args:
+        picture: the ``LayoutPicture`` drawn.
+        scope: a CSS class name (letters, digits, '-') on an element holding the picture and the table.
+        links: more ``(element id, cell id)`` pairs to link both ways.
+
+    Returns:
+        ``<style>...</style>`` (text in the picture lets the pointer through to the shapes under it).
+    """
+    if not isinstance(picture, LayoutPicture):
+        raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
+    if not isinstance(scope, str) or not re.fullmatch(r"[A-Za-z][\w-]*", scope):
+        raise ValueError(f"scope must be a CSS class name such as 'tl-explorer-1', got {scope!r}")
+    itemsizes = {strip.index: strip.itemsize for strip in picture.strips}
+    pairs = list(links)
+    for grid in picture.grids:
+        lay = next(row.layout for row in picture.rows if row.name == grid.row)
+        for element in grid.elements:
+            if element.past_end:
+                continue
+            ident = f"elem:{grid.row}:{element.position}"
+            cell = element.storage_index * lay.itemsize // itemsizes[grid.strip]
+            pairs += [
+                (ident, f"cell:{grid.strip}:storage:{cell}"),
+                (ident, f"cell:{grid.strip}:{grid.row}:{element.storage_index}"),
+            ]
+    inside, table = [], []
+    for element, cell in dict.fromkeys(pairs):
+        e, c = _css_string(element), _css_string(cell)
+        inside += [f"svg:has([id={e}]:hover) [id={c}]", f"svg:has([id={c}]:hover) [id={e}]"]
+        table.append(f".{scope}:has(tr[data-elem={e}]:hover) [id={c}]")
+    elements = dict.fromkeys(element for element, _ in pairs)
+    for element in elements:
+        e = _css_string(element)
+        table.append(f".{scope}:has(tr[data-elem={e}]:hover) [id={e}]")
+    rows = [f".{scope}:has([id={_css_string(e)}]:hover) tr[data-elem={_css_string(e)}]" for e in elements]
+    rules = [f".{scope} svg text{{pointer-events:none}}"]
+    if inside or table:
+        rules.append(f"{','.join(inside + table)}{{{HOVER_OUTLINE}}}")
+    if rows:
+        rules.append(f"{','.join(rows)}{{{HOVER_ROW}}}")
+    return f"<style>{''.join(rules)}</style>"
 
 
 def parse_ints(text, name: str) -> tuple[int, ...]:
@@ -116,15 +186,6 @@ def _first_line(error: BaseException) -> str:
     """An error's message without the C++ stack torch appends to some of them."""
     text = str(error)
     return text.split("\nException raised from")[0].strip() or type(error).__name__
-
-
-def _unravel(position: int, shape) -> tuple[int, ...]:
-    """The index of the element at row-major ``position`` (no per-dimension lists: sizes may be huge)."""
-    index = []
-    for size in reversed(shape):
-        position, coordinate = divmod(position, size)
-        index.append(coordinate)
-    return tuple(reversed(index))
 
 
 def _ints_text(values) -> str:
@@ -196,6 +257,7 @@ class StrideExplorer(Explorer):
         self.storage_size = storage_size
         self.max_cells = max_cells
         self._initial_dtype = names[dtype]
+        self.scope = f"tl-explorer-{next(_SCOPES)}"
         _ = self.widget  # the widgets hold the setting, so they are made now
         self._build_storage()
         self.update()
@@ -221,7 +283,7 @@ class StrideExplorer(Explorer):
             control.observe(lambda change: self.update(), names="value")
         self.dtype.observe(self._dtype_changed, names="value")
         self.contiguous_button.on_click(lambda button: self.set_contiguous_strides())
-        return widgets.VBox(
+        box = widgets.VBox(
             [
                 widgets.HBox([self.shape, self.stride, hint]),
                 widgets.HBox([self.offset, self.dtype, self.contiguous_button]),
@@ -230,6 +292,8 @@ class StrideExplorer(Explorer):
                 self.table,
             ]
         )
+        box.add_class(self.scope)  # hover rules link the picture and the table within this explorer only
+        return box
 
     def _build_storage(self) -> None:
         # arange then cast: small integer dtypes wrap around instead of failing for big storages.
@@ -249,15 +313,23 @@ class StrideExplorer(Explorer):
             return
         self.stride.value = _ints_text(strides)
 
-    def _invalid(self, explanation: str, torch_says: str) -> None:
-        if self.scene is not None:  # the last valid picture stays, faded, so the layout does not jump
+    def _invalid(self, explanation: str, torch_says: str, past_end: LayoutPicture | None = None) -> None:
+        """Show why a setting is impossible; ``past_end`` draws one that runs past the storage's end, with ghosts."""
+        if past_end is None and self.scene is not None:  # the last valid picture stays, faded: no jump
             self.picture_view.value = self.svg_html(faded=True)
         self.tensor = self.layout_model = self.picture = self.scene = None
         self.addresses = ()
         self.error = explanation
         self.summary = f"invalid setting: {explanation}" + (f" (torch: {torch_says})" if torch_says else "")
+        if past_end is not None:  # drawn as it would be: where it runs out is the answer
+            self.picture, self.scene, self.layout_model = past_end, layout_scene(past_end), past_end.rows[0].layout
+            self.picture_view.value = hover_css(past_end, self.scope) + self.svg_html()
+            self.summary += (
+                "; drawn anyway, its elements past the end as dashed ghost cells (the last would read storage index "
+                f"{self.layout_model.index_range[1]:,})"
+            )
         detail = f"<br><code>torch: {html.escape(torch_says)}</code>" if torch_says else ""
-        self.message.value = f'<div style="color:#a00000"><b>⚠ {html.escape(explanation)}</b>{detail}</div>'
+        self.message.value = f'<div style="color:{palette.STALE}"><b>⚠ {html.escape(explanation)}</b>{detail}</div>'
         self.table.value = ""
 
     def update(self) -> None:
@@ -292,7 +364,11 @@ class StrideExplorer(Explorer):
         try:
             tensor = torch.as_strided(self.storage, shape, stride, offset)
         except (RuntimeError, TypeError, ValueError, OverflowError) as error:
-            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), _first_line(error))
+            past_end = None
+            if "out of bounds" in str(error):
+                lay = planned_layout(self.storage, shape, stride, offset)
+                past_end = layout_picture(lay, names=["t"], max_cells=self.max_cells, values_from=self.storage)
+            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), _first_line(error), past_end)
             return
         self.tensor = tensor
         self.picture = layout_picture(tensor, names=["t"], max_cells=self.max_cells)
@@ -301,7 +377,7 @@ class StrideExplorer(Explorer):
         self.message.value = ""
         self.summary = f"{self.picture.summary}; t.is_contiguous() is {tensor.is_contiguous()}"
         self.scene = layout_scene(self.picture)
-        self.picture_view.value = self.svg_html()
+        self.picture_view.value = hover_css(self.picture, self.scope) + self.svg_html()
         self.addresses = self._addresses(tensor)
         self.table.value = self._table_html()
 
@@ -315,7 +391,7 @@ class StrideExplorer(Explorer):
         base = tensor.untyped_storage().data_ptr()
         rows = []
         for position in range(min(TABLE_ROWS, lay.numel)):
-            index = _unravel(position, lay.shape)
+            index = unravel_index(position, lay.shape)
             element = tensor[index] if index else tensor
             rows.append((position, index, lay.element_indices[position], element.data_ptr() - base))
         return tuple(rows)
@@ -331,9 +407,9 @@ class StrideExplorer(Explorer):
         sticky = "position:sticky;top:0;background:#ffffff"  # the header stays in view while the rows scroll
         numbers = 'style="padding:0 0 0 1.2em;text-align:right"'
         rows = "".join(
-            f"<tr><td>t[{', '.join(map(str, index))}]</td><td {numbers}>{storage_index}</td>"
-            f"<td {numbers}>{byte_offset}</td></tr>"
-            for _, index, storage_index, byte_offset in self.addresses
+            f'<tr data-elem="elem:t:{position}"><td>t[{", ".join(map(str, index))}]</td>'
+            f"<td {numbers}>{storage_index}</td><td {numbers}>{byte_offset}</td></tr>"
+            for position, index, storage_index, byte_offset in self.addresses
         )
         header = (
             f'<tr><th style="text-align:left;{sticky}">element</th>'
@@ -350,13 +426,14 @@ class StrideExplorer(Explorer):
 
 
 #: How the view/copy explorer's badge shows each verdict: (word, background, text colour, what the sentence
-#: beside it says after the expression). The colours are Okabe and Ito's, told apart with every common colour
-#: vision; the word and the sentence say it without colour.
+#: beside it says after the expression). The colours are the course palette's verdicts (view blue, copy orange,
+#: in-place vermilion, storage grey), told apart with every common colour vision; the word and the sentence
+#: say it without colour.
 VERDICT_BADGES = {
-    "view": ("VIEW", "#0072B2", "#ffffff", "is a view of x"),
-    "copy": ("COPY", "#D55E00", "#ffffff", "is a copy"),
-    "in-place": ("IN-PLACE", "#F0E442", "#000000", "changes x in place"),
-    "same tensor": ("SAME TENSOR", "#E6E6E6", "#000000", "returns x itself"),
+    "view": ("VIEW", palette.VIEW, palette.PAPER, "is a view of x"),
+    "copy": ("COPY", palette.COPY, palette.INK, "is a copy"),
+    "in-place": ("IN-PLACE", palette.STALE, palette.PAPER, "changes x in place"),
+    "same tensor": ("SAME TENSOR", palette.STORAGE, palette.INK, "returns x itself"),
 }
 #: What the view/copy explorer's "compare with" dropdown shows when nothing is compared.
 NO_COMPARISON = "nothing"
@@ -374,6 +451,50 @@ class OperationOutcome:
     result: torch.Tensor | None = None
     picture: LayoutPicture | None = None
     scene: Scene | None = None
+    sources: tuple[int, ...] | None = None  # a copy's: per element (row-major), the x storage index it holds
+
+    def source_links(self) -> tuple[tuple[str, str], ...]:
+        """``(result element id, x cell id)`` pairs linking each copied element to the cells of x it came from."""
+        if self.sources is None:
+            return ()
+        return tuple(
+            (f"elem:{self.expression}:{position}", f"cell:0:{row}:{index}")
+            for position, index in enumerate(self.sources)
+            for row in ("storage", "x")
+        )
+
+
+#: ``copied_from`` compares values only for tensors up to this many elements.
+MAX_SOURCES = 4096
+
+
+def copied_from(x: torch.Tensor, result: torch.Tensor) -> tuple[int, ...] | None:
+    """Which cell of ``x``'s storage each element of ``result`` (row-major) holds the value of.
+
+    Worked out by value: an answer only when every value ``x`` reads sits in one storage cell and every
+    element of ``result`` equals one of them (so a copy of an ``arange`` is traced exactly); None otherwise, or
+    when either has more than ``MAX_SOURCES`` elements.
+
+    Raises:
+        TypeError: ``x`` or ``result`` is not a tensor.
+    """
+    require_tensor(x, "x", allow_meta=False)
+    require_tensor(result, "result", allow_meta=False)
+    if not 0 < result.numel() <= MAX_SOURCES or x.numel() > MAX_SOURCES or result.is_complex() != x.is_complex():
+        return None
+    cells: dict = {}
+    indices = layout(x, max_elements=MAX_SOURCES).element_indices
+    for value, index in zip(x.detach().reshape(-1).tolist(), indices):
+        cells.setdefault(value, set()).add(index)
+    if any(len(found) > 1 for found in cells.values()):
+        return None  # one value in two cells: which one a copy read cannot be told by value
+    sources = []
+    for value in result.detach().reshape(-1).tolist():
+        found = cells.get(value)
+        if found is None:
+            return None
+        sources.append(next(iter(found)))
+    return tuple(sources)
 
 
 def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> OperationOutcome:
@@ -408,7 +529,9 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
             return OperationOutcome(
                 expression, f"{expression} cannot run on this x: it returned {describe(result)}, not a tensor"
             )
-        picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=max_cells)
+        sources = copied_from(captured["x"], result) if report[0].verdict == "copy" else None
+        copied = None if sources is None else {expression: ("x", sources)}
+        picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=max_cells, copied=copied)
         scene = layout_scene(picture)
     except Exception as error:  # noqa: BLE001 - any failure of the learner's op is shown, not raised
         return OperationOutcome(
@@ -421,7 +544,21 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
         f"{expression}: {row.verdict}, allocates {row.new_bytes:,} bytes{_temporaries(row)}, {shares}; "
         f"aten ops: {ops}; after: {picture.summary}"
     )
-    return OperationOutcome(expression, summary, report, row, result, picture, scene)
+    return OperationOutcome(expression, summary, report, row, result, picture, scene, sources)
+
+
+def sources_html(outcome: OperationOutcome) -> str:
+    """One line under a copy's picture: which of x's cells each element was copied from ('' if not a traced copy)."""
+    if not isinstance(outcome, OperationOutcome):
+        raise TypeError(f"outcome must be an OperationOutcome, got {describe(outcome)}")
+    if outcome.sources is None:
+        return ""
+    pairs = " · ".join(f"[{p}] ← {i}" for p, i in enumerate(outcome.sources[:TABLE_ROWS]))
+    more = f" · … ({len(outcome.sources):,} in all)" if len(outcome.sources) > TABLE_ROWS else ""
+    return (
+        f'<div style="font-size:13px;max-width:60em">copied from x: element (row-major) ← x\'s storage cell: '
+        f"<code>{pairs}{more}</code> (hover an element of the copy's grid to see its cell in x)</div>"
+    )
 
 
 def _temporaries(row: OpRow) -> str:
@@ -441,9 +578,9 @@ def verdict_html(outcome: OperationOutcome) -> str:
         raise TypeError(f"outcome must be an OperationOutcome, got {describe(outcome)}")
     row = outcome.row
     if row is None:
-        return f'<div style="color:#a00000"><b>⚠ {html.escape(outcome.summary)}</b></div>'
+        return f'<div style="color:{palette.STALE}"><b>⚠ {html.escape(outcome.summary)}</b></div>'
     word, background, color, says = VERDICT_BADGES.get(
-        row.verdict, (row.verdict.upper(), "#E6E6E6", "#000000", f"is: {row.verdict}")
+        row.verdict, (row.verdict.upper(), palette.STORAGE, palette.INK, f"is: {row.verdict}")
     )
     shares = "shares memory with x" if row.shares_memory else "shares no memory with x"
     sentence = f"<code>{html.escape(outcome.expression)}</code> {html.escape(says)}"
@@ -452,7 +589,7 @@ def verdict_html(outcome: OperationOutcome) -> str:
     return (
         f'<div role="status" style="margin:4px 0">'
         f'<span style="display:inline-block;padding:2px 14px;border-radius:6px;background:{background};'
-        f"color:{color};border:2px solid #000000;font:bold 26px sans-serif;letter-spacing:0.04em;"
+        f"color:{color};border:2px solid {palette.INK};font:bold 26px sans-serif;letter-spacing:0.04em;"
         f'vertical-align:middle">{word}</span>'
         f'<div style="font-size:14px;margin-top:2px">{sentence}: {shares}</div></div>'
         '<table style="border-collapse:collapse;font-family:monospace;font-size:12px">'
@@ -499,6 +636,7 @@ class ViewCopyExplorer(Explorer):
         require_positive_int(max_cells, "max_cells")
         self.max_cells = max_cells
         self._operations = list(operations)
+        self.scope = f"tl-explorer-{next(_SCOPES)}"
         _ = self.widget  # the dropdowns hold the setting, so the widgets are made now
         self.update()
 
@@ -526,13 +664,15 @@ class ViewCopyExplorer(Explorer):
         for control in (self.operation, self.compare):
             control.observe(lambda change: self.update(), names="value")
         side_by_side = widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="8px 24px")
-        return widgets.VBox(
+        box = widgets.VBox(
             [
                 widgets.HBox([self.operation, self.compare], layout=widgets.Layout(flex_flow="row wrap")),
                 self.message,
                 widgets.HBox([widgets.VBox([self.verdict, self.after_view]), self.compare_panel], layout=side_by_side),
             ]
         )
+        box.add_class(self.scope)
+        return box
 
     def update(self) -> None:
         """Run the chosen operation and the compared one (each on a fresh copy of ``x``) and redraw everything.
@@ -566,12 +706,17 @@ class ViewCopyExplorer(Explorer):
         failed = outcome.row is None
         self.message.value = verdict_html(outcome) if failed else ""
         self.verdict.value = "" if failed else verdict_html(outcome)
-        self.after_view.value = self.svg_html()
+        self.after_view.value = self._picture_html(outcome)
         self.compare_panel.layout.display = "none" if compared is None else None
         self.compare_verdict.value = "" if compared is None else verdict_html(compared)
-        self.compare_view.value = (
-            "" if compared is None or compared.scene is None else self.svg_html(scene=compared.scene)
-        )
+        self.compare_view.value = "" if compared is None else self._picture_html(compared)
+
+    def _picture_html(self, outcome: OperationOutcome) -> str:
+        """An outcome's picture as inline SVG with its hover links, and a copy's sources under it ('' if none)."""
+        if outcome.scene is None:
+            return ""
+        links = hover_css(outcome.picture, self.scope, outcome.source_links())
+        return links + self.svg_html(scene=outcome.scene) + sources_html(outcome)
 
 
 def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:
@@ -610,14 +755,19 @@ def view_copy_explorer(x=None, operations=None) -> ViewCopyExplorer:
 
 __all__ = [
     "DTYPES",
+    "MAX_SOURCES",
     "NO_COMPARISON",
     "OPERATIONS",
     "VERDICT_BADGES",
     "OperationOutcome",
     "StrideExplorer",
     "ViewCopyExplorer",
+    "copied_from",
+    "hover_css",
     "parse_ints",
     "run_operation",
+    "sources_html",
     "stride_explorer",
+    "verdict_html",
     "view_copy_explorer",
 ]

@@ -254,6 +254,24 @@ class Layout:
         )
 
 
+def unravel_index(position: int, shape) -> tuple[int, ...]:
+    """The index ``(i0, i1, ...)`` of the element at row-major ``position`` in ``shape`` (sizes may be huge).
+
+    Raises:
+        TypeError: ``position`` is not an int.
+        ValueError: ``position`` is not in ``[0, prod(shape))``.
+    """
+    position = require_int(position, "position", 0)
+    shape = tuple(shape)
+    if position >= math.prod(shape):
+        raise ValueError(f"position must be below the element count {math.prod(shape):,} of shape {shape}")
+    index = []
+    for size in reversed(shape):
+        position, coordinate = divmod(position, size)
+        index.append(coordinate)
+    return tuple(reversed(index))
+
+
 def row_major_indices(shape, stride, offset: int, start: int, stop: int) -> tuple[int, ...]:
     """The storage indices of the elements at row-major positions ``start`` to ``stop - 1``.
 
@@ -367,6 +385,67 @@ def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
         storage_nbytes=nbytes,
         is_contiguous=tensor.is_contiguous(),
         element_indices=indices,
+        indices_truncated=listed < numel,
+    )
+
+
+def _is_contiguous(shape, stride) -> bool:
+    """torch's rule: row-major strides with no gaps, ignoring dimensions of size 1 (an empty tensor always is)."""
+    if any(size == 0 for size in shape):
+        return True
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True
+
+
+def planned_layout(t, shape, stride, storage_offset: int, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
+    """The ``Layout`` that ``t.as_strided(shape, stride, storage_offset)`` would have, even where torch refuses it.
+
+    A setting whose elements run past the end of ``t``'s storage is described anyway (its ``index_range`` then
+    ends past ``storage_numel``), so a picture can show where the tensor runs out instead of only that it does.
+
+    Args:
+        t: a strided tensor whose storage and dtype the setting is over.
+        shape, stride: sequences of ints of one length (sizes and strides 0 or more).
+        storage_offset: the first element's storage index (0 or more).
+        max_elements: as ``layout``.
+
+    Returns:
+        A frozen ``Layout`` over ``t``'s storage.
+
+    Raises:
+        TypeError: ``t`` is not a tensor, or an entry is not an int.
+        ValueError: lengths differ, or a size, stride or the offset is negative.
+    """
+    tensor = require_tensor(t, "t")
+    require_positive_int(max_elements, "max_elements")
+    for name, values in (("shape", shape), ("stride", stride)):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise TypeError(f"{name} must be a sequence of ints, got {describe(values)}")
+    shape = tuple(require_int(v, f"shape[{i}]", 0) for i, v in enumerate(shape))
+    stride = tuple(require_int(v, f"stride[{i}]", 0) for i, v in enumerate(stride))
+    if len(shape) != len(stride):
+        raise ValueError(f"shape and stride must have one entry per dimension, got {len(shape)} and {len(stride)}")
+    offset = require_int(storage_offset, "storage_offset", 0)
+    numel = math.prod(shape)
+    listed = min(numel, max_elements)
+    itemsize = tensor.element_size()
+    nbytes = tensor.untyped_storage().nbytes()
+    return Layout(
+        shape=shape,
+        stride=stride,
+        storage_offset=offset,
+        dtype=tensor.dtype,
+        itemsize=itemsize,
+        device=str(tensor.device),
+        numel=numel,
+        storage_numel=nbytes // itemsize,
+        storage_nbytes=nbytes,
+        is_contiguous=_is_contiguous(shape, stride),
+        element_indices=row_major_indices(shape, stride, offset, 0, listed),
         indices_truncated=listed < numel,
     )
 

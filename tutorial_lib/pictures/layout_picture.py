@@ -1,9 +1,11 @@
-"""Pictures of where tensors' elements live: a strip of storage cells, and one row per tensor below it.
+"""Pictures of where tensors' elements live: each tensor's elements as a grid of its shape, the storage as a
+strip of cells, and one row per tensor below it.
 
 ``layout_picture`` plans a picture as data, from the model layer only (``layout``, ``same_storage``,
-``compare_reads``, ``storage_values_text``): the cells shown, the elements reading each, one step along each
-dimension and a one-line summary. ``layout_scene`` places it as a ``Scene``, which ``draw_layout`` renders with
-matplotlib and ``picture_svg`` as SVG. matplotlib is imported only when a picture is drawn.
+``compare_reads``, ``storage_values_text``): each tensor's grid (element ``t[i, j]`` naming the storage index it
+reads), the cells shown, the elements reading each, one step along each dimension and a one-line summary.
+``layout_scene`` places it as a ``Scene``, which ``draw_layout`` renders with matplotlib and ``picture_svg`` as
+SVG. matplotlib is imported only when a picture is drawn.
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ import torch
 
 from ..common.checks import describe, require_bool, require_int, require_tensor
 from ..common.text import dtype_name, plural, tuple_text
-from ..facts.storage import Layout, compare_reads, layout, same_storage, shares_memory, storage_values_text
+from ..facts.storage import (
+    Layout,
+    compare_reads,
+    layout,
+    same_storage,
+    shares_memory,
+    storage_values_text,
+    unravel_index,
+)
+from . import palette
 from .render_mpl import render, require_axes
 from .render_svg import svg
 from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width
@@ -25,7 +36,13 @@ TAIL_LISTED = 1_024  # a longer tensor's last elements looked up too, so its reg
 MIN_CELLS = 8  # the fewest cells max_cells may ask for: a start, an end and an elision
 MAX_CELLS = 512  # larger max_cells are capped here (the summary says so): each cell costs time and 0.34 inch
 GAP_UNITS = 4  # width of a "… N cells not shown …" marker, in cells
-MAX_WINDOWS = 4  # at most this many windows onto one big storage (around the tensors' starts and ends)
+MAX_WINDOWS = 4  # windows around the tensors' ends onto one big storage (each row's start always gets one)
+GRID_ROWS = 6  # a grid block draws at most this many rows (the first ones, "⋮", the last) ...
+GRID_COLUMNS = 8  # ... and columns (the first ones, "…", the last; twice as many for 1-D)
+NESTED_CAP = 4  # rows and columns of each block above 2-D
+GRID_BLOCKS = 4  # blocks across for the next-to-last leading dimension (more dims: lines of blocks) ...
+GRID_LINES = 3  # ... and lines of blocks down
+GHOST_CELLS = 8  # cells just past a storage's end drawn for a setting that runs past it
 
 
 @dataclass(frozen=True)
@@ -33,8 +50,10 @@ class PictureCell:
     """One drawn cell: a storage cell (``row == "storage"``, ``state == "value"``) or one slot of a tensor's row.
 
     ``index`` counts in the row's own dtype; ``byte_start``/``nbytes`` place it in bytes. ``state`` is ``"read"``,
-    ``"unread"`` or ``"unknown"`` (no listed element reads it, unlisted ones may); ``positions`` are the row-major
-    positions of the listed elements reading it, and ``count_exact`` is False when unlisted ones may read it too.
+    ``"unread"``, ``"unknown"`` (no listed element reads it, unlisted ones may) or ``"ghost"`` (past the storage's
+    end: a setting torch refuses); ``positions`` are the row-major positions of the listed elements reading it, and
+    ``count_exact`` is False when unlisted ones may read it too. ``text`` is the element's position, or the byte
+    values for a row whose dtype differs from its storage strip's (``view(torch.uint8)``).
     """
 
     strip: int
@@ -94,6 +113,55 @@ class PictureStrip:
 
 
 @dataclass(frozen=True)
+class GridElement:
+    """One drawn element of a grid: ``t[index]`` at row-major ``position`` reads storage index ``storage_index``
+    (in the row's dtype); ``past_end`` when that cell lies past the storage's end (a ghost); ``source``: for a
+    copy, the storage index of the cell its value was copied from (see ``layout_picture(copied=...)``)."""
+
+    block: int
+    row: int
+    column: int
+    index: tuple[int, ...]
+    position: int
+    storage_index: int
+    past_end: bool
+    source: int | None = None
+
+
+@dataclass(frozen=True)
+class GridBlock:
+    """One 2-D block of a grid: ``lead`` are its leading indices (``()`` up to 2-D); ``line``/``place`` put it
+    in the grid of blocks; ``rows``/``columns`` are the indices drawn, ``None`` where "…" stands for the rest."""
+
+    lead: tuple[int, ...]
+    line: int
+    place: int
+    rows: tuple[int | None, ...]
+    columns: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class PictureGrid:
+    """A tensor's elements laid out in its shape (nested blocks above 2-D), each naming the storage index it reads.
+
+    ``blocks`` lead with ``None`` entries stand for elided blocks ("…"); ``cut`` says in words what a capped grid
+    leaves out ('' when every element is drawn).
+    """
+
+    strip: int
+    row: str
+    shape: tuple[int, ...]
+    blocks: tuple[GridBlock, ...]
+    elements: tuple[GridElement, ...]
+    cut: str
+    source_row: str = ""  # the row a copy's elements were copied from ('' when not given)
+
+    def element(self, *index: int) -> GridElement | None:
+        """The drawn element ``t[index]``, or None when the grid leaves it out."""
+        return next((e for e in self.elements if e.index == tuple(index)), None)
+
+
+@dataclass(frozen=True)
 class LayoutPicture:
     """Everything a layout picture shows, as data (see ``layout_picture``)."""
 
@@ -102,7 +170,8 @@ class LayoutPicture:
     cells: tuple[PictureCell, ...]
     steps: tuple[PictureStep, ...]
     summary: str
-    notes: tuple[str, ...]  # the legend: what numbers, counts, ? and dotted borders mean here
+    notes: tuple[str, ...]  # the legend: what each number, count, ? and border means here
+    grids: tuple[PictureGrid, ...] = ()
 
     def row_cells(self, name: str, state: str | None = None) -> tuple[PictureCell, ...]:
         """The cells of one row (``"storage"`` rows of every strip share that name), optionally by state."""
@@ -194,13 +263,14 @@ def _pieces(members: list[_Member], total: int, budget: int, align: int, unit: i
         start = max(0, min(start, _align_down(total - budget, align)))
         spans = [(start, min(start + budget, total))]
     else:
-        # Too wide: show where the reads start and end, the overall ones first, then each row's own.
-        anchors = [("start", low), ("end", high)]
-        for start, stop in extents:
-            anchors += [("start", start), ("end", stop)]
+        # Too wide: show where each row's reads start (every row's first cells are always drawn), then where
+        # the reads end, the overall end first.
+        anchors = [("start", start) for start, _ in extents] + [("end", high)] + [("end", stop) for _, stop in extents]
         unique = list(dict.fromkeys(anchors))
-        # As many windows as each still show 4 cells (at least one window).
-        count = next((n for n in range(min(len(unique), MAX_WINDOWS), 1, -1) if budget // n >= 4 * align), 1)
+        starts = sum(kind == "start" for kind, _ in unique)
+        # As many windows as each still show 4 cells (at least one), at least one per row start if they fit.
+        most = max(MAX_WINDOWS, starts)
+        count = next((n for n in range(min(len(unique), most), 1, -1) if budget // n >= 4 * align), 1)
         width = max(_align_down(budget // count, align), align)
         context = min(_align_down(width // 4, align), 2 * align)
         spans = []
@@ -232,11 +302,27 @@ def _slots(pieces, itemsize: int) -> list[range]:
     ]
 
 
-def _row_plan(strip_no: int, member: _Member, pieces) -> tuple[list[PictureCell], list[PictureStep]]:
-    """A row's drawn cells, and one step per dimension longer than 1 from element 0's cell."""
+def _ghost_slots(lay: Layout, end: int) -> list[int]:
+    """Storage indices past ``end`` (the storage's end in the row's dtype) that listed elements read, the first few."""
+    if lay.numel == 0 or lay.index_range[1] < end:
+        return []
+    return sorted({i for i in lay.element_indices if end <= i < end + GHOST_CELLS})
+
+
+def _row_plan(strip_no: int, member: _Member, pieces, values_of=None) -> tuple[list[PictureCell], list[PictureStep]]:
+    """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1.
+
+    ``values_of(start, stop)`` reads the row's own dtype from the storage: given for a row whose dtype differs
+    from its strip's, its read cells show the values of their bytes instead of positions.
+    """
     lay = member.layout
     slots = [index for window in _slots(pieces, lay.itemsize) for index in window]
-    found = lay.positions_at(slots, tail=TAIL_LISTED)
+    ghosts = _ghost_slots(lay, pieces[-1][2] // lay.itemsize if pieces else 0)
+    found = lay.positions_at(slots + ghosts, tail=TAIL_LISTED)
+    values = {}
+    if values_of is not None:
+        for window in _slots(pieces, lay.itemsize):
+            values.update(zip(window, values_of(window.start, window.stop)))
     span = lay.index_range
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
@@ -249,17 +335,86 @@ def _row_plan(strip_no: int, member: _Member, pieces) -> tuple[list[PictureCell]
         if positions:
             state, count_exact = "read", exact
             text = str(positions[0]) if exact and len(positions) == 1 else f"×{len(positions)}" + ("" if exact else "+")
+            text = values.get(index, text)
         elif not complete and span is not None and span[0] <= index <= span[1]:
             state, text, count_exact = "unknown", "?", False
         else:
             state, text, count_exact = "unread", "", True
         cells.append(PictureCell(strip_no, member.name, index, index * size, size, state, positions, count_exact, text))
+    for index in ghosts:
+        positions = tuple(found.get(index, ()))
+        text = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
+        cells.append(PictureCell(strip_no, member.name, index, index * size, size, "ghost", positions, exact, text))
     shown = set(slots)
     steps = [
         PictureStep(strip_no, member.name, dim, lay.stride[dim], origin, target, origin in shown and target in shown)
         for dim, origin, target in lay.step_targets()
     ]
     return cells, steps
+
+
+def _shown(size: int, cap: int) -> tuple[int | None, ...]:
+    """The indices of a dimension a grid draws: all of them, or the first ``cap - 2``, ``None`` ("…"), the last."""
+    if size <= cap:
+        return tuple(range(size))
+    return (*range(cap - 2), None, size - 1)
+
+
+def _cut_text(name: str, shape: tuple[int, ...], blocks: tuple[GridBlock, ...]) -> str:
+    """What a capped grid leaves out, e.g. "x's grid shows 6 of 100 rows, 8 of 30 columns"; '' if nothing."""
+    drawn = [len([i for i in blocks[0].rows if i is not None]), len([i for i in blocks[0].columns if i is not None])]
+    wholes = [shape[-2] if len(shape) > 1 else 1, shape[-1] if shape else 1]
+    parts = [f"{shown:,} of {whole:,} {what}" for shown, whole, what in zip(drawn, wholes, ("rows", "columns"))]
+    parts = [part for part, shown, whole in zip(parts, drawn, wholes) if shown < whole]
+    if len(shape) > 2:
+        drawn_blocks, blocks_in_all = sum(None not in b.lead for b in blocks), math.prod(shape[:-2])
+        if drawn_blocks < blocks_in_all:
+            parts.append(f"{drawn_blocks:,} of {blocks_in_all:,} blocks")
+    return f"{name}'s grid shows {', '.join(parts)}" if parts else ""
+
+
+def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
+    """A row's elements as a grid of its shape (capped), each with the storage index the address formula gives;
+    ``copied`` is ``(source row, source storage index per position)`` for a copy."""
+    lay, shape = member.layout, member.layout.shape
+    if lay.numel == 0:
+        return PictureGrid(strip_no, member.name, shape, (), (), "")
+    nested = len(shape) > 2
+    rows = _shown(shape[-2], NESTED_CAP if nested else GRID_ROWS) if len(shape) > 1 else (0,)
+    columns = (
+        _shown(shape[-1], NESTED_CAP if nested else GRID_COLUMNS * (2 if len(shape) == 1 else 1)) if shape else (0,)
+    )
+    leading = shape[:-2]
+    # Above 2-D: one line of blocks per index of the dims before the last leading one, across by that one.
+    line_dims = leading[:-1]
+    lines = [
+        tuple(unravel_index(k, line_dims)) if k is not None else (None,) * len(line_dims)
+        for k in _shown(math.prod(line_dims), GRID_LINES)
+    ]
+    places = _shown(leading[-1], GRID_BLOCKS) if leading else ((),)
+    blocks, elements, line_no = [], [], 0
+    end = lay.storage_nbytes // lay.itemsize
+    for line in lines:
+        if None in line and blocks and None in blocks[-1].lead:
+            continue  # one "⋮" line stands for every elided line
+        for place_no, place in enumerate(places):
+            lead = (*line, place) if leading else ()
+            blocks.append(GridBlock(lead, line_no, place_no, rows, columns))
+            if None in lead:
+                continue
+            for r, i in enumerate(rows):
+                for c, j in enumerate(columns):
+                    if i is None or j is None:
+                        continue
+                    index = (*lead, i, j)[-len(shape) :] if shape else ()
+                    position = sum(k * math.prod(shape[d + 1 :]) for d, k in enumerate(index))
+                    at = lay.storage_offset + sum(k * step for k, step in zip(index, lay.stride))
+                    source = copied[1][position] if copied and position < len(copied[1]) else None
+                    elements.append(GridElement(len(blocks) - 1, r, c, index, position, at, at >= end, source))
+        line_no += 1
+    blocks = tuple(blocks)
+    cut = _cut_text(member.name, shape, blocks)
+    return PictureGrid(strip_no, member.name, shape, blocks, tuple(elements), cut, copied[0] if copied else "")
 
 
 def _repeat_text(lay: Layout) -> str:
@@ -355,34 +510,60 @@ def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Membe
     return description
 
 
-def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool = True) -> LayoutPicture:
-    """Plan a layout picture as data: the cells, element numbers, strides and summary ``draw_layout`` draws.
+def _check_copied(copied, names: list[str]) -> dict:
+    """``copied`` checked: ``{copy's name: (source's name, one source storage index per element)}``."""
+    if copied is None:
+        return {}
+    if not isinstance(copied, dict):
+        raise TypeError(f"copied must be a dict {{name: (source name, indices)}} or None, got {describe(copied)}")
+    for name, value in copied.items():
+        if name not in names:
+            raise ValueError(f"copied names {name!r}, which is not one of the names {names}")
+        if not (isinstance(value, tuple) and len(value) == 2 and value[0] in names and value[0] != name):
+            raise ValueError(f"copied[{name!r}] must be (the name of another row, indices), got {value!r}")
+        for k, index in enumerate(value[1]):
+            require_int(index, f"copied[{name!r}][1][{k}]", 0)
+    return copied
+
+
+def layout_picture(
+    *tensors, names=None, max_cells: int = 64, show_values: bool = True, values_from=None, copied=None
+) -> LayoutPicture:
+    """Plan a layout picture as data: the grids, cells, element numbers, strides and summary ``draw_layout`` draws.
 
     Args:
         *tensors: strided tensors (any dtype; values are read only from the drawn cells), or ``Layout`` objects
             (drawn without values; a Layout does not say which storage it is over, so Layouts with the same
-            storage size share a strip).
+            storage size share a strip). A Layout that runs past its storage's end (``planned_layout`` of a
+            setting torch refuses) is drawn with ghost cells where it would read past the end.
         names: one display name per tensor, e.g. ``["a", "a.t()"]``; default ``t0``, ``t1``, ...
         max_cells: draw at most this many of the narrowest cells per storage (at least 8; more than
             ``MAX_CELLS`` = 512 is capped there, and the summary says so).
         show_values: write each storage cell's value in it (read from the first tensor's storage).
+        values_from: a tensor whose storage gives the values of a strip of Layouts only (None: no such strip).
+        copied: ``{name: (source name, indices)}``: the row ``name`` is a copy, its element at row-major position
+            p holding the value of storage cell ``indices[p]`` of row ``source name``'s storage; its grid says so
+            under each element ("← k").
 
     Returns:
-        A frozen ``LayoutPicture`` (strips, rows, cells, steps, summary, notes).
+        A frozen ``LayoutPicture`` (strips, rows, cells, steps, summary, notes, grids).
 
     Raises:
         TypeError: an argument has the wrong type (the message names it).
         ValueError: no tensors; bad names; ``max_cells`` < 8; ``show_values=True`` for a strip of
-            Layouts only (a Layout holds no values).
+            Layouts only (a Layout holds no values) without ``values_from``.
     """
     names = _row_names(names, len(tensors))
     require_int(max_cells, "max_cells", MIN_CELLS)
     require_bool(show_values, "show_values")
+    if values_from is not None:
+        require_tensor(values_from, "values_from")
+    copied = _check_copied(copied, names)
     groups = _group(tensors, names)
-    strips, rows, cells, steps, summary_parts = [], [], [], [], []
+    strips, rows, cells, steps, grids, summary_parts, valued = [], [], [], [], [], [], []
     for strip_no, group in enumerate(groups):
         first = group[0]
-        holder = next((m for m in group if m.tensor is not None), None)
+        holder = next((m.tensor for m in group if m.tensor is not None), values_from)
         if show_values and holder is None:
             raise ValueError(
                 f"show_values=True needs a tensor to read values from, but {first.name} is a Layout "
@@ -400,7 +581,7 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
         for window in windows:
             texts = ("",) * len(window)
             if show_values:  # the raw storage read as the strip's dtype (a view(dtype) of the tensor may not exist)
-                texts = storage_values_text(holder.tensor, window.start, window.stop, len(window) or 1, dtype)
+                texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, dtype)
             for index, text in zip(window, texts):
                 cells.append(
                     PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text)
@@ -408,27 +589,78 @@ def layout_picture(*tensors, names=None, max_cells: int = 64, show_values: bool 
 
         row_parts = []
         for member in group:
-            row_cells, row_steps = _row_plan(strip_no, member, pieces)
+            values_of = None
+            if show_values and member.layout.dtype != dtype:
+                lay = member.layout
+                values_of = lambda start, stop, lay=lay: storage_values_text(  # noqa: E731 - one row's reader
+                    holder, start, stop, max(stop - start, 1), lay.dtype
+                )
+            row_cells, row_steps = _row_plan(strip_no, member, pieces, values_of)
             cells += row_cells
             steps += row_steps
+            grids.append(_grid_plan(strip_no, member, copied.get(member.name)))
             label, text = _row_texts(member, first)
             row_parts.append(text)
             rows.append(PictureRow(strip_no, member.name, label, member.layout))
+            if values_of is not None:
+                valued.append(rows[-1])
         summary_parts.append("; ".join([description, *row_parts]))
 
+    notes, summary = _legend(strips, cells, grids, valued), "; ".join(summary_parts)
+    if any(grid.elements for grid in grids):
+        summary += "; each tensor is also drawn as a grid of its shape, each element naming the storage index it reads"
+    for name, (source, indices) in copied.items():
+        listed = ", ".join(str(i) for i in indices[:12]) + (
+            f", … ({len(indices):,} in all)" if len(indices) > 12 else ""
+        )
+        summary += f"; {name}'s elements hold the values of {source}'s cells {listed}"
+    cuts = [grid.cut for grid in grids if grid.cut]
+    if cuts:
+        summary += f" ({'; '.join(cuts)})"
     states = {cell.state for cell in cells}
-    notes = ["numbers: each element's row-major position"]
-    if any(cell.repeated for cell in cells):
-        notes.append("×n (hatched): cell read by n elements (n+ : at least n)")
-    if "unread" in states:
-        notes.append("dotted: not read")
-    summary = "; ".join(summary_parts)
     if "unknown" in states:
-        notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
         summary += f"; cells marked ? were not checked (tensors longer than {MAX_LISTED:,} elements)"
+    for row in rows:
+        if row.layout.numel and row.layout.index_range[1] >= row.layout.storage_numel:
+            outside = row.layout.index_range[1] - row.layout.storage_numel + 1
+            summary += (
+                f"; {row.name} runs past the storage's end (its last element would read index "
+                f"{row.layout.index_range[1]:,}, {plural(outside, 'cell', fmt=',')} past it): "
+                "drawn as dashed ghost cells"
+            )
     if max_cells > MAX_CELLS:
         summary += f"; max_cells={max_cells:,} was capped at {MAX_CELLS:,} cells per storage"
-    return LayoutPicture(tuple(strips), tuple(rows), tuple(cells), tuple(steps), summary, tuple(notes))
+    return LayoutPicture(tuple(strips), tuple(rows), tuple(cells), tuple(steps), summary, tuple(notes), tuple(grids))
+
+
+def _legend(strips, cells, grids, valued) -> list[str]:
+    """What each number, count and border in the picture means, one line each (drawn at the top)."""
+    states = {cell.state for cell in cells}
+    notes = []
+    if any(grid.elements for grid in grids):
+        notes.append("grids: element t[i, j] in its place, with the storage index it reads written in it")
+    for grid in grids:
+        if grid.source_row:
+            notes.append(f"← k under an element of {grid.row}: it was copied from {grid.source_row}'s storage cell k")
+    storage = [cell for cell in cells if cell.row == "storage"]
+    has_values = any(cell.text for cell in storage)
+    notes.append("storage: the index above each cell" + (", its value inside" if has_values else ""))
+    notes.append("tensor rows: under each storage cell, the row-major position of the element that reads it")
+    for row in valued:
+        notes.append(f"{row.name}: each cell it reads shows its {dtype_name(row.layout.dtype)} value, not a position")
+    if any(cell.repeated for cell in cells):
+        notes.append("×n (hatched): a cell read by n elements (n+ : at least n)")
+    if "unread" in states:
+        notes.append("dotted border: not read by that tensor")
+    if "unknown" in states:
+        notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
+    if "ghost" in states:
+        notes.append("dashed red: past the end of the storage, where the setting would read (torch refuses it)")
+    units = sorted({strip.itemsize for strip in strips})
+    notes.append(
+        "ruler under each storage: byte offsets (" + ", ".join(plural(u, "byte") for u in units) + " per cell)"
+    )
+    return notes
 
 
 def layout_summary(*tensors, names=None, max_cells: int = 64) -> str:
@@ -458,8 +690,21 @@ LABEL_LIFT = 0.12  # labels and storage indices stand this far above their cells
 LANE_HEIGHT = 0.75  # per step arrow under a row
 ROW_PAD = 0.25  # below a row's last arrow
 STRIP_GAP = 0.5
-LEGEND_DROP = 0.2  # the legend's top below the last strip
-LEGEND_HEIGHT = 0.8
+LEGEND_LINE = palette.TEXT_PT * 1.25 / ROW_PT  # one line of the legend, drawn at the top
+LEGEND_GAP = 0.35  # below the legend
+GHOST_GAP = 0.5  # between a storage's end and the ghost cells past it
+RULER_HEIGHT = 0.7  # the byte ruler under a storage strip
+RULER_TICK = 0.25  # a cell edge's tick; a byte's tooth is half as long
+GRID_GAP = 0.3  # above and below a strip's band of grids
+GRID_TITLE_HEIGHT = 0.7
+BLOCK_LABEL_HEIGHT = 0.6  # a block's leading indices, above it (more than 2 dims)
+GRID_HEAD_HEIGHT = 0.5  # column numbers above a block
+ELEMENT_HEIGHT = 0.8
+COPY_ELEMENT_HEIGHT = 1.25  # a copy's element: its storage index, and under it the cell it was copied from
+MAX_ELEMENT_WIDTH = 2.5  # cells: an element widens to fit its storage index up to this, then the text shrinks
+BLOCK_GAP = 0.6  # between blocks across
+LINE_GAP = 0.25  # between lines of blocks
+PANEL_GAP = 1.2  # between the grids of two tensors
 CELL_INSET = 0.04  # a row cell's inset on each side, so neighbours' borders stay apart
 GAP_INSET = 0.1  # a gap marker's inset on each side
 LOOP_REACH = 0.3  # a stride-0 loop spans this far either side of its cell's middle
@@ -469,40 +714,53 @@ ARROW_ROOM = 0.6  # room right of an arrow's start for a loop
 LABEL_PAD = 0.3  # between the rightmost arrow and the step labels
 COUNT_Y = 0.32  # a repeated cell's count, from the cell's top
 POSITIONS_Y = 0.76  # a repeated cell's positions, from the cell's top
-POSITIONS_PER_CELL = 6  # characters of positions a repeated cell lists per cell of its width
+POSITIONS_PER_CELL = 5  # characters of positions a repeated cell lists per cell of its width
 FIT_ROOM = 0.9  # the share of a cell's width its text may fill
 TURN_INDICES_AT = 0.9  # storage indices are turned upright when wider than this share of a cell
-MIN_FONT_PT = 4.5
-FONT_PT = 8.0
-SMALL_PT = 6.5  # storage indices, positions, gap markers
-STEP_PT = 7.0  # step labels and the legend
+MIN_FONT_PT = palette.MIN_TEXT_PT  # text shrunk to fit a cell stops here
+FONT_PT = palette.TEXT_PT
+SMALL_PT = palette.MIN_TEXT_PT  # storage indices, positions, gap markers, the ruler
+STEP_PT = palette.MIN_TEXT_PT + 0.5  # step labels
 
-# Light fills for the rows (Okabe-Ito hues, lightened). Colour is never the only cue: read cells also
-# carry the element's number and a solid border, unread cells a dotted one, repeats a count and hatching.
-ROW_FILLS = ("#a6cee3", "#fdbf6f", "#b2df8a", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada")
+# Each tensor's colour (palette.tensor_colour: twelve before one repeats) fills its grid and its row's cells.
+# Colour is never the only cue: read cells also carry a number and a solid border, unread cells a dotted one,
+# repeats a count and hatching, ghost cells past the storage's end a dashed red border.
+ROW_FILLS = palette.TENSOR_TINTS
 DASHED, DOTTED = (3.7, 1.6), (1.0, 1.65)  # matplotlib's "--" and ":", in line widths
 STYLES = {
-    "storage": Style(fill="#e6e6e6", edge="#444444", width=1.0),
-    **{f"row{i}": Style(fill=fill, edge="#222222", width=1.0) for i, fill in enumerate(ROW_FILLS)},
-    **{f"row{i}-repeated": Style(fill=fill, edge="#222222", width=2.0, hatch=True) for i, fill in enumerate(ROW_FILLS)},
-    "unread": Style(fill="white", edge="#b0b0b0", width=1.0, dash=DOTTED),
-    "unknown": Style(fill="#f2f2f2", edge="#bbbbbb", width=1.0, dash=DASHED),
-    "gap": Style(fill="white", edge="#888888", width=0.8, dash=DASHED),
-    "tick": Style(edge="#333333", width=0.8, zorder=2),
-    "step": Style(edge="#222222", width=1.2, zorder=2),
-    "step-not-shown": Style(edge="#222222", width=1.2, dash=DASHED, zorder=2),
-    "loop": Style(edge="#222222", width=1.0, zorder=2),
-    "strip-title": Style(size=FONT_PT + 1, weight="bold", zorder=3),
-    "index": Style(size=SMALL_PT, color="#444444", zorder=3),
-    "value": Style(size=FONT_PT, zorder=3),
-    "unchecked": Style(size=FONT_PT, color="#888888", zorder=3),
-    "count": Style(size=FONT_PT, weight="bold", halo=True, zorder=3),
-    "positions": Style(size=SMALL_PT, halo=True, zorder=3),
-    "gap-text": Style(size=SMALL_PT, line_spacing=1.0, zorder=3),
-    "elided": Style(size=FONT_PT + 2, color="#555555", zorder=3),
-    "label": Style(size=FONT_PT, zorder=3),
-    "step-text": Style(size=STEP_PT, halo=True, zorder=3),
-    "legend": Style(size=STEP_PT, color="#444444", zorder=3),
+    "storage": Style(fill=palette.STORAGE, edge=palette.MUTED, width=1.0),
+    **{f"row{i}": Style(fill=fill, edge=palette.INK, width=1.0) for i, fill in enumerate(ROW_FILLS)},
+    **{
+        f"row{i}-repeated": Style(fill=fill, edge=palette.INK, width=2.0, hatch=True)
+        for i, fill in enumerate(ROW_FILLS)
+    },
+    "unread": Style(fill=palette.PAPER, edge=palette.FAINT, width=1.0, dash=DOTTED),
+    "unknown": Style(fill=palette.tint(palette.STORAGE, 0.5), edge=palette.FAINT, width=1.0, dash=DASHED),
+    "ghost": Style(fill=palette.PAPER, edge=palette.STALE, width=1.2, dash=DASHED),
+    "gap": Style(fill=palette.PAPER, edge=palette.FAINT, width=0.8, dash=DASHED),
+    "tick": Style(edge=palette.INK, width=0.8, zorder=2),
+    "ruler": Style(edge=palette.MUTED, width=0.6, zorder=2),
+    "step": Style(edge=palette.INK, width=1.2, zorder=2),
+    "step-not-shown": Style(edge=palette.INK, width=1.2, dash=DASHED, zorder=2),
+    "loop": Style(edge=palette.INK, width=1.0, zorder=2),
+    "strip-title": Style(size=palette.TITLE_PT, weight="bold", color=palette.INK, zorder=3),
+    "index": Style(size=SMALL_PT, color=palette.MUTED, zorder=3),
+    "ruler-text": Style(size=SMALL_PT, color=palette.MUTED, zorder=3),
+    "value": Style(size=FONT_PT, color=palette.INK, zorder=3),
+    "unchecked": Style(size=FONT_PT, color=palette.MUTED, zorder=3),
+    "count": Style(size=FONT_PT, weight="bold", color=palette.INK, halo=True, zorder=3),
+    "positions": Style(size=SMALL_PT, color=palette.INK, halo=True, zorder=3),
+    "ghost-text": Style(size=SMALL_PT, color=palette.STALE, zorder=3),
+    "gap-text": Style(size=SMALL_PT, color=palette.INK, line_spacing=1.0, zorder=3),
+    "elided": Style(size=FONT_PT + 2, color=palette.MUTED, zorder=3),
+    "label": Style(size=FONT_PT, color=palette.INK, zorder=3),
+    "step-text": Style(size=STEP_PT, color=palette.INK, halo=True, zorder=3),
+    "legend": Style(size=palette.TEXT_PT, color=palette.INK, line_spacing=1.25, zorder=3),
+    "grid-title": Style(size=FONT_PT, weight="bold", color=palette.INK, zorder=3),
+    "grid-head": Style(family=palette.MONO, size=SMALL_PT, color=palette.MUTED, zorder=3),
+    "source": Style(size=SMALL_PT, color=palette.INK, zorder=3),
+    "grid-elided": Style(size=FONT_PT, color=palette.MUTED, zorder=3),
+    "element": Style(family=palette.MONO, size=FONT_PT, color=palette.INK, zorder=3),
 }
 
 
@@ -606,7 +864,9 @@ def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str
         if cell.text:
             items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
         return items
-    style = {"unread": "unread", "unknown": "unknown"}.get(cell.state, fill) + "-repeated" * cell.repeated
+    style = {"unread": "unread", "unknown": "unknown", "ghost": "ghost"}.get(
+        cell.state, fill
+    ) + "-repeated" * cell.repeated
     items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
     listed = ",".join(str(p) for p in cell.positions)
     if cell.text and cell.repeated and len(listed) <= POSITIONS_PER_CELL * wide:
@@ -614,7 +874,7 @@ def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str
         items.append(_centred(middle, top + COUNT_Y, cell.text, "count", f"text:{ident}", wide))
         items.append(_centred(middle, top + POSITIONS_Y, listed, "positions", f"positions:{ident}", wide))
     elif cell.text:
-        style = "count" if cell.repeated else "unchecked" if cell.state == "unknown" else "value"
+        style = "count" if cell.repeated else "unchecked" if cell.state in ("unknown", "ghost") else "value"
         items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide))
     return items
 
@@ -635,13 +895,144 @@ def _step_items(step: PictureStep, arrow: tuple, row_top: float, lane: float, la
     return items + [Text(_px(label_x), lane, label, "step-text", f"steptext:{ident}", "start", "middle")]
 
 
+def _grid_title(grid: PictureGrid) -> str:
+    """The line above a grid: the tensor's name and its shape as a grid, e.g. 'x: 3×4 grid (i down, j across)'."""
+    shape = grid.shape
+    if not grid.elements:
+        return f"{grid.row}: no elements (shape {tuple_text(shape)})"
+    if not shape:
+        return f"{grid.row}: 0-d, one element"
+    if len(shape) == 1:
+        return f"{grid.row}: {plural(shape[0], 'element', fmt=',')}"
+    return f"{grid.row}: {'×'.join(f'{size:,}' for size in shape)} grid (i down, j across)"
+
+
+def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list, float, float]:
+    """A tensor's grid with its top left at (x, y): its items, width and height (in cells and layout units)."""
+    name, shape = grid.row, grid.shape
+    items = [Text(_px(x), _py(y), _grid_title(grid), "grid-title", f"gridtitle:{name}")]
+    width, height = _cells_wide(items[0].text, "grid-title"), GRID_TITLE_HEIGHT
+    if not grid.elements:
+        return items, width, height
+    first = grid.blocks[0]
+    numbers = [f"{e.storage_index:,}" for e in grid.elements]
+    element_w = min(MAX_ELEMENT_WIDTH, max(1.0, max(_cells_wide(n, "element") for n in numbers) / FIT_ROOM))
+    head_w = max(0.8, _cells_wide(f"{max(i for i in first.rows if i is not None)}", "grid-head") + 0.4)
+    label_h = BLOCK_LABEL_HEIGHT if len(shape) > 2 else 0.0
+    element_h = COPY_ELEMENT_HEIGHT if grid.source_row else ELEMENT_HEIGHT  # a copy's elements name their source
+    block_w = len(first.columns) * element_w
+    block_h = label_h + GRID_HEAD_HEIGHT + len(first.rows) * element_h
+    by_block = {}
+    for element, number in zip(grid.elements, numbers):
+        by_block.setdefault(element.block, []).append((element, number))
+    for k, block in enumerate(grid.blocks):
+        bx, top = (
+            x + head_w + block.place * (block_w + BLOCK_GAP),
+            y + GRID_TITLE_HEIGHT + block.line * (block_h + LINE_GAP),
+        )
+        width = max(width, bx + block_w - x)
+        ident = f"{name}:{k}"
+        if None in block.lead:
+            if block.place == 0 and None in block.lead[:-1]:  # a whole line of blocks left out: one "⋮"
+                items.append(_centred(bx + block_w / 2, top + block_h / 2, "⋮", "elided", f"gridgap:{ident}"))
+            elif block.lead[-1] is None and None not in block.lead[:-1]:
+                items.append(_centred(bx + block_w / 2, top + block_h / 2, "…", "elided", f"gridgap:{ident}"))
+            continue
+        if label_h:
+            lead = ", ".join(str(i) for i in block.lead)
+            items.append(Text(_px(bx), _py(top), f"[{lead}, :, :]", "grid-head", f"blocklabel:{ident}"))
+        head_y = top + label_h + GRID_HEAD_HEIGHT / 2
+        for c, j in enumerate(block.columns):
+            style, text = ("grid-elided", "…") if j is None else ("grid-head", str(j))
+            items.append(_centred(bx + (c + 0.5) * element_w, head_y, text, style, f"colhead:{ident}:{c}"))
+        rows_top = top + label_h + GRID_HEAD_HEIGHT
+        if block.place == 0 and len(shape) > 1:
+            for r, i in enumerate(block.rows):
+                style, text = ("grid-elided", "⋮") if i is None else ("grid-head", str(i))
+                middle = rows_top + (r + 0.5) * element_h
+                items.append(_centred(bx - head_w / 2, middle, text, style, f"rowhead:{ident}:{r}"))
+        for r, i in enumerate(block.rows):
+            for c, j in enumerate(block.columns):
+                if i is None or j is None:
+                    middle = (bx + (c + 0.5) * element_w, rows_top + (r + 0.5) * element_h)
+                    items.append(
+                        _centred(*middle, "⋮" if i is None else "…", "grid-elided", f"gridcut:{ident}:{r}:{c}")
+                    )
+        for element, number in by_block.get(k, ()):
+            left, top_e = bx + element.column * element_w, rows_top + element.row * element_h
+            style = "ghost" if element.past_end else fill
+            items.append(
+                Rect(
+                    _px(left + CELL_INSET),
+                    _py(top_e + CELL_INSET),
+                    (element_w - 2 * CELL_INSET) * CELL_PT,
+                    (element_h - 2 * CELL_INSET) * ROW_PT,
+                    style,
+                    f"elem:{name}:{element.position}",
+                )
+            )
+            items.append(
+                _centred(
+                    left + element_w / 2,
+                    top_e + (ELEMENT_HEIGHT / 2 if element.source is not None else element_h / 2),
+                    number,
+                    "element",
+                    f"elemtext:{name}:{element.position}",
+                    element_w,
+                )
+            )
+            if element.source is not None:
+                items.append(
+                    _centred(
+                        left + element_w / 2,
+                        top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05,
+                        f"← {element.source:,}",
+                        "source",
+                        f"source:{name}:{element.position}",
+                        element_w,
+                    )
+                )
+        height = max(height, rows_top + len(block.rows) * element_h - y)
+    return items, width, height
+
+
+def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
+    """Byte offsets under a storage strip: a comb with a short tooth per byte (so a float64 cell spans 8, a float32
+    cell 4), a long tick at every cell's edge, and byte numbers where they fit."""
+    cell_w = strip.itemsize / strip.unit_bytes
+    last = max(stop for kind, _, stop in strip.pieces if kind == "cells")
+    every = max(1, math.ceil(_cells_wide(f"{last:,}", "ruler-text") / (cell_w * FIT_ROOM)))
+    items = []
+    for kind, begin, stop in strip.pieces:
+        if kind != "cells":
+            continue
+        comb, top, tooth = [], _py(y), _py(y + RULER_TICK / 2)
+        for byte in range(begin, stop + 1):
+            x = _px(x_at(byte))
+            comb += [(x, top), (x, tooth), (x, top)]
+        items.append(Line(tuple(comb), "ruler", f"bytes:{strip.index}:{begin}"))
+        first = _align_up(begin, strip.itemsize)
+        for k, byte in enumerate(range(first, stop + 1, strip.itemsize)):
+            x = _px(x_at(byte))
+            items.append(Line(((x, _py(y)), (x, _py(y + RULER_TICK))), "ruler"))
+            if byte % (every * strip.itemsize) == 0 or k == 0:
+                items.append(
+                    Text(x, _py(y + RULER_TICK), f"{byte:,}", "ruler-text", f"ruler:{strip.index}:{byte}", "middle")
+                )
+    return items
+
+
 def layout_scene(picture: LayoutPicture) -> Scene:
     """The drawing of a ``LayoutPicture`` as a ``Scene``, in points; both renderers draw it.
 
-    Every cell's rectangle and texts carry ids naming it: ``cell:<strip>:<row>:<index>``, ``text:…``,
-    ``index:…`` (storage cells), ``positions:…`` (repeated cells); also ``strip:<strip>``,
-    ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``, ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``
-    and ``legend``. The title is the picture's summary.
+    From the top: the legend (what every number means), then per storage its title, each tensor's grid
+    (``elem:<row>:<position>`` for element rectangles, ``elemtext:…`` for the storage index in them,
+    ``gridtitle:<row>``, ``rowhead:…``/``colhead:…``/``blocklabel:…`` headers), the storage strip with a byte
+    ruler under it (``ruler:<strip>:<byte>``), and one row per tensor. Every cell's rectangle and texts carry ids
+    naming it: ``cell:<strip>:<row>:<index>``, ``text:…``, ``index:…`` (storage cells), ``positions:…``
+    (repeated cells); also ``strip:<strip>``, ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``,
+    ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``, ``ghosttext:<strip>`` and ``legend``. The title is the
+    picture's summary.
 
     Raises:
         TypeError: ``picture`` is not a LayoutPicture (from ``layout_picture``).
@@ -650,12 +1041,16 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
     fills = {row.name: f"row{i % len(ROW_FILLS)}" for i, row in enumerate(picture.rows)}
     rows = {row.name: row for row in picture.rows}
+    grids = {grid.row: grid for grid in picture.grids}
     steps_by_row: dict[str, list[PictureStep]] = {}
     for step in picture.steps:
         steps_by_row.setdefault(step.row, []).append(step)
-    # Strips are placed top to bottom; the items go out as titles and gaps, cells, labels, then steps.
-    heads, cells, labels, steps = [], [], [], []
-    width, y = 0.0, TOP_MARGIN
+    legend = "\n".join(picture.notes)
+    # The legend at the top; strips below it, top to bottom; items go out as titles and gaps, grids, cells,
+    # labels, then steps.
+    heads, grid_items, cells, labels, steps = [], [], [], [], []
+    width = _cells_wide(legend, "legend")
+    y = TOP_MARGIN + len(picture.notes) * LEGEND_LINE + LEGEND_GAP
     for strip in picture.strips:
         x_at, gaps, strip_width = _across(strip)
         width = max(width, strip_width, _cells_wide(strip.description, "strip-title"))
@@ -664,9 +1059,20 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         y += TITLE_HEIGHT
         title_y = _py(y - TITLE_RAISE)
         heads.append(Text(_px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
+        # Each tensor's grid, side by side above the storage: the primary reading of the picture.
+        x, band = 0.0, 0.0
+        for name in strip.rows:
+            if name in grids:
+                drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, y + GRID_GAP)
+                grid_items += drawn
+                x, band = x + grid_w + PANEL_GAP, max(band, grid_h)
+        width = max(width, x - PANEL_GAP)
+        y += GRID_GAP + band + GRID_GAP
         y += INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
         top = y
         y += CELL_HEIGHT
+        heads += _ruler_items(strip, x_at, y)
+        y += RULER_HEIGHT
         row_y = {}
         for name in strip.rows:
             row = rows[name]
@@ -698,15 +1104,27 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             text = f"… {hidden:,} cells\nnot shown …"
             heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
             heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
+        storage_end = strip.pieces[-1][2] if strip.pieces else 0
+        reach = max((rows[n].layout.index_range[1] for n in strip.rows if rows[n].layout.numel), default=-1)
+        ghosts = reach >= rows[strip.rows[0]].layout.storage_numel
         for cell in picture.cells:
             if cell.strip == strip.index:
                 cell_top = top if cell.row == "storage" else row_y[cell.row]
                 wide = cell.nbytes / strip.unit_bytes
-                cells += _cell_items(cell, x_at(cell.byte_start), cell_top, wide, fills.get(cell.row, ""), turned)
-    legend = " · ".join(picture.notes)
-    width = max(width, _cells_wide(legend, "legend"))
-    items = (*heads, *cells, *labels, *steps, Text(_px(0), _py(y + LEGEND_DROP), legend, "legend", "legend"))
-    return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(y + LEGEND_HEIGHT), items, STYLES, picture.summary)
+                if cell.state == "ghost":  # past the end: right of the strip, a little apart
+                    x0 = strip_width + GHOST_GAP + (cell.byte_start - storage_end) / strip.unit_bytes
+                    width = max(width, x0 + wide)
+                else:
+                    x0 = x_at(cell.byte_start)
+                cells += _cell_items(cell, x0, cell_top, wide, fills.get(cell.row, ""), turned)
+        if ghosts:
+            cells_in_all = storage_end // strip.itemsize
+            text = f"past the end of the storage ({cells_in_all:,} cells):\nreaches index {reach:,}, torch refuses"
+            x0 = strip_width + GHOST_GAP
+            heads.append(Text(_px(x0), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
+            width = max(width, x0 + _cells_wide(text, "ghost-text"))
+    items = (Text(_px(0), _py(TOP_MARGIN), legend, "legend", "legend"), *heads, *grid_items, *cells, *labels, *steps)
+    return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(y), items, STYLES, picture.summary)
 
 
 def picture_svg(picture: LayoutPicture) -> str:
@@ -720,9 +1138,13 @@ def picture_svg(picture: LayoutPicture) -> str:
 
 
 def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values: bool = True):
-    """Draw tensors over their storage: the storage as a strip of cells, one row per tensor below it.
+    """Draw tensors over their storage: each tensor's grid, the storage as a strip of cells, one row per tensor.
 
-    Each row highlights the cells its tensor reads, numbered with each element's row-major position;
+    A legend at the top says what every number is. Each tensor's elements are drawn as a grid of its shape
+    (blocks labelled by their leading indices above 2-D, big grids cut with "…"), element ``t[i, j]`` in its
+    tensor's colour with the storage index it reads written in it. A byte ruler under the strip counts bytes
+    (a tooth per byte, a number per cell edge). Each row highlights the cells its tensor reads, numbered with
+    each element's row-major position (a row whose dtype differs from the storage's shows its values instead);
     a cell read by several elements (``expand`` with stride 0) shows ``×n`` and is hatched; arrows
     under the row show one step along each dimension (stride k = a jump of k cells). Tensors over one
     storage share a strip, so sharing and non-overlap are visible; a tensor with its own storage gets
