@@ -7,6 +7,7 @@ the result's storage address and size (``untyped_storage()``), ``numpy.shares_me
 
 import copy
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -558,7 +559,7 @@ def test_op_table_agrees_with_view_or_copy_on_odd_inputs(kind, size):
     table = op_table(expressions, x=odd_tensor(kind, size))
     report = view_or_copy(expressions, x=odd_tensor(kind, size))
     assert str(table) == str(report)
-    assert table._repr_html_().count("<tr>") == len(expressions) + 1
+    assert len(re.findall(r"<tr[ >]", table._repr_html_())) == len(expressions) + 1
 
 
 # ------------------------------------------------------------------- more state the copy must keep

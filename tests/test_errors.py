@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from models import stale_exp_example  # noqa: E402
 
+from tutorial_lib.pictures.palette import STALE  # noqa: E402
 from tutorial_lib.tools.errors import message_parts, show_error  # noqa: E402
 
 VERSION_MESSAGE = "is at version 1; expected version 0"
@@ -81,7 +82,7 @@ def test_show_error_second_backward_shows_freed_tensors():
     y.backward()
     report = show_error(y.backward)
     assert report.exception_type == "RuntimeError" and "second time" in report.message
-    assert "freed by backward" in "\n".join(texts_with(report.figure.scene, "detail:"))
+    assert "freed by backward" in "\n".join(texts_with(report.figure.scene, "chip-text:"))
 
 
 def test_show_error_without_an_error_and_with_other_errors():
@@ -150,7 +151,8 @@ def test_the_message_parts_are_found_in_the_message_and_tied_to_the_node_that_sa
     assert texts[f"label:{hazard.node_id}"] == "ExpBackward0"  # the id is the box the picture draws
     tensor, creator, versions = (part.explanation for part in report.parts)
     assert "float32" in tensor and "(3,)" in tensor and "FloatTensor" in tensor and "the result of exp" in tensor
-    assert "the box ExpBackward0 marked ⚠ in the picture" in creator and "made this tensor" in creator
+    assert f"the box #{hazard.node_id} ExpBackward0 marked ⚠ in the picture" in creator  # by the id it shows
+    assert texts[f"node-id:{hazard.node_id}"] == f"#{hazard.node_id}" and "made this tensor" in creator
     assert "0 when it was saved by ExpBackward0, 1 now; 1 in-place write since" in versions
     assert f"“{texts[f'warning:{hazard.node_id}']}”" in versions  # quotes what the picture writes
 
@@ -183,8 +185,29 @@ def test_a_saved_input_names_the_op_that_last_wrote_it_and_the_box_that_saved_it
     saver = report.hazards[0]
     assert saver.node == "MulBackward0" and creator.node_id == saver.node_id
     assert f"MulBackward0 had saved it before, as {saver.what}" in creator.explanation
-    assert "the box MulBackward0 marked ⚠" in creator.explanation  # the picture has two MulBackward0 boxes
+    assert f"the box #{saver.node_id} MulBackward0 marked ⚠" in creator.explanation  # of two MulBackward0 boxes
     assert "input '" in tensor.explanation and "(2,)" in tensor.explanation
+
+
+def test_the_picture_numbers_what_each_part_names_as_the_html_does():
+    a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    b.mul_(2)
+    report = show_error(b.sum().backward, names={"a": a, "b": b})
+    scene = report.figure.scene
+    ids = scene.ids()
+    (hazard,) = report.hazards
+    marks = {ident: item for ident, item in ids.items() if ident.startswith("part:")}
+    assert [marks[f"part:{k}"].text for k in ("tensor", "creator", "versions")] == ["①", "②", "③"]
+    chip, title = ids[f"chip:{hazard.node_id}:0"], ids[f"label:{hazard.node_id}"]
+    assert marks["part:tensor"].y == ids[f"chip-text:{hazard.node_id}:0"].y and marks["part:creator"].y == title.y
+    assert marks["part:versions"].y == ids[f"warning:{hazard.node_id}"].y
+    assert all(m.x < chip.x for m in marks.values()) and scene.styles["error-part"].color == STALE
+    # the changed tensor and its edit: b's chip, the write mul_ drawn to the box of its node
+    assert dict(scene.texts())[f"chip-text:{hazard.node_id}:0"].startswith("result = b ")
+    assert dict(scene.texts())[f"edit-label:{hazard.node_id}:0"] == "mul_ → v1"
+    assert "① ② ③ in it mark what parts 1, 2 and 3 name" in report._repr_html_()
+    assert report.figure.summary == scene.title and "after mul_" in report.summary
 
 
 def test_without_a_graph_the_parts_are_explained_without_a_picture():

@@ -1076,3 +1076,55 @@ def test_describe_saved_names_the_saved_tensor_and_checks_its_arguments():
         describe_saved("ExpBackward0", exp.saved[0])
     with pytest.raises(TypeError, match="saved must be a SavedTensor"):
         describe_saved(exp, None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# which tensor a saved tensor is (names), and which in-place write made it stale
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _saved(graph, node_name: str, attribute: str):
+    return next(s for n in graph.find(node_name) for s in n.saved if s.attribute == attribute)
+
+
+def test_saved_tensors_are_named_by_the_tensor_over_the_same_elements():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x.exp()
+    view, copy = b[:2], b.clone()
+    graph = autograd_graph((b * x).sum(), names={"x": x, "b": b, "view": view, "copy": copy})
+    assert _saved(graph, "ExpBackward0", "result").name == "b"  # exp saved its output: b itself
+    assert _saved(graph, "MulBackward0", "self").name == "b" and _saved(graph, "MulBackward0", "other").name == "x"
+    assert _saved(graph, "ExpBackward0", "result").nbytes == 12 == b.nbytes
+    detached = autograd_graph((x.detach() * b).sum(), names={"x": x})
+    assert _saved(detached, "MulBackward0", "self").name == "x"  # detach() shares x's elements and version
+    assert autograd_graph((b * x).sum()).nodes[2].saved[0].name is None  # no names, no match
+    other_shape = autograd_graph((b.view(3, 1) * x).sum(), names={"b": b})
+    assert _saved(other_shape, "MulBackward0", "self").name is None  # same storage, another shape: not b
+
+
+def test_a_stale_saved_tensor_names_the_write_that_changed_it():
+    a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    b.mul_(2)
+    graph = autograd_graph(b.sum(), names={"a": a, "b": b})
+    saved = _saved(graph, "ExpBackward0", "result")
+    assert saved.stale and saved.name == "b" and saved.current_version == b._version == 1
+    assert saved.edited_by_name == "MulBackward0" == graph.nodes[saved.edited_by].name
+    assert saved.edited_by == graph.find("MulBackward0")[0].id  # b.grad_fn: the node mul_ made
+    # a write outside the graph drawn (h.add_ after y = h * w): named, its node not in the graph
+    h = a.sin()
+    y = h * a
+    h.add_(3)
+    later = _saved(autograd_graph(y, names={"h": h}), "MulBackward0", "self")
+    assert later.name == "h" and later.edited_by_name == "AddBackward0" and later.edited_by is None
+    # a write under no_grad leaves grad_fn alone: the write is not known
+    c = a.exp()
+    with torch.no_grad():
+        c.mul_(2)
+    quiet = _saved(autograd_graph(c.sum(), names={"c": c}), "ExpBackward0", "result")
+    assert quiet.stale and quiet.name == "c" and quiet.edited_by_name is None and quiet.edited_by is None
+    # a write through a view: CopySlices
+    d = a.exp()
+    d[0].mul_(2)
+    through_view = _saved(autograd_graph(d.sum(), names={"d": d}), "ExpBackward0", "result")
+    assert through_view.edited_by_name.endswith("CopySlices")  # as the graph names that node

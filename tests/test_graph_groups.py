@@ -118,8 +118,10 @@ def test_collapse_repeats_on_residual_blocks():
     merged = collapse_repeats(graph, merge_runs=True)
     assert len(merged.groups) == 1 and merged.collapsed_nodes == view.collapsed_nodes
     assert merged.describe().startswith(f"collapsed {view.collapsed_nodes} nodes into 1 group of repeated blocks: ")
-    title = graph_scene(loss, collapse="repeats").title
-    assert title.count(f"collapsed {view.collapsed_nodes} nodes into {len(view.groups)} groups") == 1
+    assert merged.groups[0].label == f"repeated block ×{len(view.groups)}"
+    title = graph_scene(loss, collapse="repeats").title  # the picture draws a run of blocks as one box
+    assert title.count(f"collapsed {view.collapsed_nodes} nodes into 1 group of repeated blocks: ") == 1
+    assert f"repeated block ×{len(view.groups)} ({view.collapsed_nodes})" in title
 
 
 def test_collapse_repeats_on_a_chain_of_small_ops():

@@ -32,7 +32,8 @@ from tutorial_lib.pictures.graph_picture import (  # noqa: E402
     graph_scene,
     graph_svg,
 )
-from tutorial_lib.pictures.graph_placement import PAD_Y  # noqa: E402
+from tutorial_lib.pictures.graph_placement import PAD_X  # noqa: E402
+from tutorial_lib.pictures.palette import STALE, tensor_colour  # noqa: E402
 from tutorial_lib.pictures.scene import Polygon, Rect, Text, visible  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
@@ -85,12 +86,14 @@ def test_seed_example_draws_every_node_edge_value_and_grad():
         assert f"value: {node.value}" in details and f"grad: {node.grad}" in details
     assert "value: 2" in details and "grad: 0.07056" in details
     assert "value: 3" in details and "grad: -1.727" in details
-    assert details.count("saved: self v0 (now v0)") == 4  # both muls, log, sin
+    chips = texts_with(scene, "chip-text:")
+    assert sum(chip.startswith("self") for chip in chips) == 4  # both muls, log, sin
+    assert not any("v0" in chip for chip in chips)  # versions only on stale ones
     assert texts_with(scene, "warning:") == []
     # each edge is one arrow from the source's bottom to the target's top (the scene is the placement, y flipped)
     layout = fig.graph_layout
-    root, label = layout.position(graph.root), scene.ids()[f"label:{graph.root}"]
-    x0, y1 = root.x - label.x, label.y - PAD_Y + root.top
+    root, outer = layout.position(graph.root), styled(scene, "graph-boxes-output")[0]
+    x0, y1 = root.left - outer.x, outer.y + root.top
 
     def placed(point):
         return round(point[0] + x0, 6), round(y1 - point[1], 6)
@@ -110,8 +113,8 @@ def test_seed_example_draws_every_node_edge_value_and_grad():
         == scene.title
         == (
             "Backward graph of output scalar: 7 nodes (4 backward, 2 leaves, 1 output), 7 edges; "
-            "no saved tensor was changed in place; values: output scalar = 0.2529, x2 = 3 (grad -1.727), "
-            "x1 = 2 (grad 0.07056)."
+            "no saved tensor was changed in place; saved for backward: x2 (SinBackward0, MulBackward0), "
+            "x1 (MulBackward0); values: output scalar = 0.2529, x2 = 3 (grad -1.727), x1 = 2 (grad 0.07056)."
         )
     )
 
@@ -119,7 +122,8 @@ def test_seed_example_draws_every_node_edge_value_and_grad():
 def test_kinds_have_distinct_shapes_not_only_colours():
     z, names = seed_example()
     scene = graph_scene(z, names=names)
-    leaves, squares = styled(scene, "graph-boxes-leaf"), styled(scene, "graph-boxes-backward")
+    leaves = [item for item in scene.items if item.style.startswith("graph-boxes-leaf")]  # named: own colour
+    squares = styled(scene, "graph-boxes-backward")
     assert len(leaves) == 2 and all(isinstance(item, Polygon) and len(item.points) > 4 for item in leaves)  # rounded
     assert len(squares) == 4 and all(isinstance(item, Rect) for item in squares)
     outer, inner = styled(scene, "graph-boxes-output")  # a double border
@@ -245,9 +249,8 @@ def test_hazard_markers_on_random_programs(ops):
 def test_show_saved_false_still_shows_stale_ones():
     y, names = stale_exp_example()
     scene = graph_scene(y, names=names, show_saved=False)
-    details = "\n".join(texts_with(scene, "detail:"))
-    assert "saved: result v0 (now v1)" in details
-    assert "saved: other" not in details
+    chips = texts_with(scene, "chip-text:")
+    assert len(chips) == 1 and chips[0].startswith("result · (3,)")
     assert len(texts_with(scene, "warning:")) == 1
 
 
@@ -266,6 +269,131 @@ def test_group_hides_no_hazard():
     assert warnings[0].startswith("⚠ stale: saved v0, now v1 (ExpBackward0 result)")
     assert "1 saved tensor changed in place" in scene.title
     assert len(styled(scene, "graph-boxes-group")) == len(styled(scene, "graph-boxes-shadow")) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# saved tensors as chips, the in-place edit, node ids, the stepper's marks
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_versions_only_on_stale_chips_and_a_legend_of_what_is_drawn():
+    z, names = seed_example()
+    scene = graph_scene(z, names=names)
+    assert not any(" v0" in text or "now v" in text for _, text in scene.texts())  # nothing stale: no versions
+    (legend,) = texts_with(scene, "legend")
+    assert "⚠" not in legend and "group" not in legend and legend.count("\n") <= 1  # one or two lines
+    y, names = stale_exp_example()
+    stale = graph_scene(y, names=names)
+    assert texts_with(stale, "warning:") == ["⚠ stale: saved v0, now v1"]
+    assert "⚠" in texts_with(stale, "legend")[0]
+
+
+def test_saved_tensors_are_chips_with_name_shape_and_bytes_in_the_tensor_colours():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x.exp()
+    a.mul_(2)
+    y = (a * x).sum()
+    scene = graph_scene(y, names={"x": x, "a": a})
+    graph = autograd_graph(y, names={"x": x, "a": a})
+    chips = dict((ident, text) for ident, text in scene.texts() if ident.startswith("chip-text:"))
+    exp_id, mul_id = graph.find("ExpBackward0")[0].id, graph.find("MulBackward0")[-1].id
+    assert chips[f"chip-text:{exp_id}:0"] == "result = a · (3,) · 12 B"
+    by_item = {ident.split(":")[1]: text for ident, text in chips.items()}
+    assert "self = a · (3,) · 12 B" in chips.values() and "other = x · (3,) · 12 B" in chips.values()
+    assert str(mul_id) in by_item
+    ids = scene.ids()
+    assert ids[f"chip:{exp_id}:0"].style == "graph-chip-stale"
+    assert scene.styles["graph-chip-stale"].edge == STALE
+    # a name's colour: its place among the names given, on its chips' swatches and on its leaf's box
+    swatches = {ids[i].style for i in ids if i.startswith(f"swatch:{exp_id}:")}
+    assert swatches == {"graph-swatch-1"} and scene.styles["graph-swatch-1"].fill == tensor_colour(1)
+    (leaf,) = [item for item in scene.items if item.style.startswith("graph-boxes-leaf")]
+    assert leaf.style == "graph-boxes-leaf-0" and scene.styles[leaf.style].fill == tensor_colour(0)
+    assert "saved for backward: x (MulBackward0), a (MulBackward0, ExpBackward0)." in scene.title
+
+
+def test_the_inplace_write_is_a_vermilion_edge_to_its_node_labelled_with_op_and_version():
+    a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    b.mul_(2)
+    scene = graph_scene(b.sum(), names={"a": a, "b": b})
+    graph = autograd_graph(b.sum(), names={"a": a, "b": b})
+    exp_id, mul_id = graph.find("ExpBackward0")[0].id, graph.find("MulBackward0")[0].id
+    ids = scene.ids()
+    edge, label = ids[f"edit:{exp_id}:0"], ids[f"edit-label:{exp_id}:0"]
+    assert edge.style == "graph-edit" and scene.styles["graph-edit"].edge == STALE and label.text == "mul_ → v1"
+    chip = ids[f"chip:{exp_id}:0"]
+    assert edge.points[0] == (chip.x + chip.w, chip.y + chip.h / 2)  # from the chip ...
+    tag = ids[f"node-id:{mul_id}"]  # drawn PAD_X inside the box's right edge, at its top
+    end_x, end_y = edge.points[-1]
+    assert end_x == pytest.approx(tag.x + PAD_X + 3) and end_y > tag.y  # ... to the right side of mul_'s box
+    assert "ExpBackward0 saved result = b v0, now v1 after mul_" in scene.title
+    # unnamed: the stale chip, no edit (which write it was is not known)
+    unnamed = graph_scene(b.sum(), names={"a": a})
+    assert not [i for i in unnamed.ids() if i.startswith("edit")] and texts_with(unnamed, "warning:")
+
+
+def test_a_write_whose_node_is_not_drawn_is_a_label_beside_the_chip():
+    a = torch.randn(3, requires_grad=True)
+    h = a.sin()
+    y = h * a
+    h.add_(3)  # its AddBackward0 is not in y's graph
+    scene = graph_scene(y, names={"h": h})
+    assert texts_with(scene, "edit-label:") == ["add_ → v1"]
+    assert not [i for i in scene.ids() if i.startswith("edit:")]
+
+
+def test_boxes_carry_their_node_ids_and_the_stepper_marks():
+    z, names = seed_example()
+    graph = autograd_graph(z, names=names)
+    scene = graph_scene(z, names=names, new_nodes={1}, newly_stale=set())
+    assert texts_with(scene, "node-id:") == [f"#{n.id}" for n in graph.nodes]
+    assert scene.ids()["new:1"].style == "graph-boxes-new" and texts_with(scene, "new-label:") == ["new"]
+    assert "thick: new this step" in texts_with(scene, "legend")[0]
+    y, names = stale_exp_example()
+    graph = autograd_graph(y, names=names)
+    exp_id = graph.find("ExpBackward0")[0].id
+    marked = graph_scene(graph, newly_stale={(exp_id, "result")})
+    assert texts_with(marked, f"warning:{exp_id}") == ["⚠ stale: saved v0, now v1 · this step"]
+    with pytest.raises(TypeError, match="new_nodes"):
+        graph_scene(graph, new_nodes=[True])
+    with pytest.raises(TypeError, match="newly_stale"):
+        graph_scene(graph, newly_stale={exp_id})
+
+
+def test_a_comparison_draws_graphs_side_by_side_under_captions():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    pair = [(x.clone() * w).sum(), (x.detach() * w).sum()]
+    names = {"x": x, "w": w}
+    scene = graph_scene(pair, names=names, captions=["clone", "detach"])
+    single = [graph_scene(t, names=names) for t in pair]
+    assert scene.title == f"clone: {single[0].title} | detach: {single[1].title}"
+    assert texts_with(scene, "0/caption") == ["clone"] and texts_with(scene, "1/caption") == ["detach"]
+    assert len(texts_with(scene, "0/label:")) == 6 and len(texts_with(scene, "1/label:")) == 4
+    ids = scene.ids()
+    assert ids["0/label:0"].x < ids["1/label:0"].x
+    # one colour per name in both panels: w's leaf on the left, x's chip (x.detach() is x's memory) on the right
+    assert scene.styles[ids["1/swatch:2:0"].style].fill == tensor_colour(0)  # x, the first name
+    fig = draw_graph(pair, names=names, captions=["clone", "detach"])
+    assert fig.summary == scene.title and len(fig.graph_view) == 2 and len(fig.graph_layout) == 2
+    assert svg_texts(graph_svg(pair, names=names, captions=["clone", "detach"])) == figure_texts(fig)
+    with pytest.raises(ValueError, match="captions"):
+        graph_scene(pair, captions=["one"])
+    with pytest.raises(ValueError, match="captions"):
+        graph_scene(pair[0], captions=["one"])
+    with pytest.raises(ValueError, match="t_or_graph"):
+        graph_scene([])
+
+
+def test_a_run_of_identical_blocks_is_one_box():
+    _, loss = residual(6)
+    scene = graph_scene(loss)
+    (group,) = styled(scene, "graph-boxes-group")
+    labels = texts_with(scene, "label:")
+    assert not any(label.startswith("repeat ") for label in labels)
+    (block,) = [label for label in labels if "×" in label]
+    assert block.startswith("repeated block ×") and f"{block} (" in scene.title
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from models import random_graph, seed_example
 
 from tutorial_lib import Graph, GraphNode, autograd_graph
 from tutorial_lib.pictures.graph_groups import uncollapsed
-from tutorial_lib.pictures.graph_placement import graph_layout
+from tutorial_lib.pictures.graph_placement import NODE_GAP, graph_layout
 
 
 def crossings_from_routes(layout) -> int:
@@ -180,3 +181,18 @@ def test_bad_input_names_the_argument(call, error, name):
     z, names = seed_example()
     with pytest.raises(error, match=name):
         call(autograd_graph(z, names=names))
+
+
+def test_a_chain_with_a_shared_leaf_runs_straight_down():
+    torch.manual_seed(0)
+    w = torch.randn(3, 3, requires_grad=True)
+    h = torch.zeros(3)
+    for _ in range(9):  # an unrolled RNN: every step reads w, whose edges all run to the bottom
+        h = torch.tanh(w @ h + 1)
+    graph = autograd_graph(h)
+    layout = graph_layout(graph)
+    parents: dict[int, list[int]] = {}
+    for a, b in graph.edges:
+        parents.setdefault(b, []).append(a)
+    drift = [abs(layout.position(b).x - layout.position(p[0]).x) for b, p in parents.items() if len(p) == 1]
+    assert max(drift) < NODE_GAP  # a node with one parent hangs (nearly) under it: no zig-zag

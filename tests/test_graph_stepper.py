@@ -246,7 +246,7 @@ def test_the_widget_shows_the_scene_as_text_not_an_image():
     assert "<img" not in shown and "base64" not in shown
     assert shown.count("<svg") == 1
     texts = [text for _, text in stepper.scene.texts()]
-    assert "ExpBackward0" in texts and "saved: result v0 (now v1)" in " ".join(texts)
+    assert "ExpBackward0" in texts and "⚠ stale: saved v0, now v1 · this step" in texts
     assert all(escape(line) in shown for text in texts for line in text.split("\n"))  # every text, as text
 
 
@@ -348,3 +348,21 @@ def test_step_change_compares_two_snapshots():
         step_change("graph", after)
     with pytest.raises(TypeError, match="after"):
         step_change(before, 3)
+
+
+def test_the_picture_marks_what_the_step_added_and_made_stale_by_node_id():
+    stepper = GraphStepper(STEPS)
+    stepper.goto(2)  # a = x.exp(): ExpBackward0 and x's leaf are new
+    change = stepper.change
+    assert change.added and sorted(t for i, t in stepper.scene.texts() if i.startswith("new-label:")) == ["new"] * len(
+        change.added
+    )
+    assert {f"new:{i}" for i in change.added} <= set(stepper.scene.ids())
+    stepper.goto(3)  # a.mul_(2): ExpBackward0's result made stale, by the node mul_ made
+    ((node_id, attribute),) = stepper.change.made_stale
+    texts = dict(stepper.scene.texts())
+    assert texts[f"warning:{node_id}"] == "⚠ stale: saved v0, now v1 · this step"
+    assert texts[f"chip-text:{node_id}:0"].startswith(f"{attribute} = a ")  # the variable it is
+    assert texts[f"edit-label:{node_id}:0"] == "mul_ → v1"
+    assert texts[f"node-id:{node_id}"] == f"#{node_id}"  # the table's "#<id> ExpBackward0" points at this box
+    assert f"#{node_id} ExpBackward0" in stepper.table_html()

@@ -422,3 +422,14 @@ def test_watch_notes_name_where_each_stale_tensor_was_saved_and_changed():
     assert watch_notes(torch.ones(2)) == {}  # no graph, nothing stale
     with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
         watch_notes([1.0])
+
+
+def test_watch_notes_leave_out_stale_tensors_a_finished_watch_never_saw():
+    from tutorial_lib.facts.inplace_watch import watch_notes
+
+    with tl.watch_inplace():
+        torch.ones(2).mul_(2)  # a watch that finished, about other tensors
+    a = torch.randn(3, requires_grad=True)
+    e = a.exp()
+    e.mul_(2)  # made stale after the watch ended: no line is known for it
+    assert tl.inplace_hazards(e) and watch_notes(e) == {}

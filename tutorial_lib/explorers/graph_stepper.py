@@ -7,7 +7,7 @@ snapshots the graph of the tensor being followed (``autograd_graph``) and its st
 a browser; ``widget`` wraps it in ipywidgets: Back / Next buttons, the program listing with the line that just
 ran highlighted (as Python Tutor does) beside the picture as inline SVG, and below them a table of saved tensors
 in a scroll box, so the picture stays where it is however long the table grows. What each step added to the
-graph, made stale or freed is marked on its line of the listing and in the table (``StepChange``).
+graph, made stale or freed is marked on its line of the listing, in the table and in the picture (``StepChange``).
 
 ipywidgets and matplotlib are imported only when a widget or figure is made.
 """
@@ -164,15 +164,6 @@ def _assigned_names(statement: str) -> list[str]:
     return names
 
 
-def _is_leaf(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` has no grad_fn; False when autograd refuses to build one (a ``split()`` output
-    whose base was changed in place raises on ``.grad_fn``)."""
-    try:
-        return tensor.grad_fn is None
-    except RuntimeError:
-        return False
-
-
 def _note_scene(note: str) -> Scene:
     """A picture that is one line of text, shown instead of a graph (``placeholder`` is its id)."""
     width = text_width(note, "sans", _NOTE_STYLE.size) + 2 * _NOTE_MARGIN
@@ -266,13 +257,10 @@ class GraphStepper(Explorer):
         name = self.target
         tensor = self.namespace.get(name) if name else None
         if isinstance(tensor, torch.Tensor):
-            leaves = {
-                k: v
-                for k, v in self.namespace.items()
-                if isinstance(v, torch.Tensor) and v.requires_grad and not k.startswith("_") and _is_leaf(v)
-            }
+            # Every variable names what it holds: leaves by their names, saved tensors by the variable they are.
+            named = {k: v for k, v in self.namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
             try:
-                self.graph: Graph | None = autograd_graph(tensor, names=leaves or None)
+                self.graph: Graph | None = autograd_graph(tensor, names=named or None)
                 self.hazards: list[Hazard] = inplace_hazards(tensor)
             except RuntimeError as error:  # autograd refuses to build its grad_fn: say so, do not raise
                 self.graph = refused_graph(tensor, str(error).split(". ")[0])
@@ -338,10 +326,17 @@ class GraphStepper(Explorer):
 
     @property
     def scene(self) -> Scene:
-        """The current picture: the graph's ``graph_scene``, or a one-line note before there is a tensor."""
+        """The current picture: the graph's ``graph_scene`` with what this step added and made stale marked, or a
+        one-line note before there is a tensor."""
         if self._scene is None:
             if self.graph is not None:
-                self._scene = graph_scene(self.graph, show_values=self.show_values)
+                change = self.change
+                self._scene = graph_scene(
+                    self.graph,
+                    show_values=self.show_values,
+                    new_nodes=change.added,
+                    newly_stale=change.made_stale,
+                )
             elif self.position == 0:
                 self._scene = _note_scene("nothing run yet: press Next ▶")
             else:

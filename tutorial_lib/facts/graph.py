@@ -48,6 +48,7 @@ import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor, shape_text
 from ..common.text import dtype_name, plural, short_op_name
+from .watching import storage_key
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
 DEFAULT_MAX_NODES = 2000
@@ -95,6 +96,25 @@ class SavedTensor:
     hooked: bool = False
     note: str = ""  # why the versions are unknown, when autograd refused to unpack for another reason
     output_nr: int | None = None  # which forward output it is (torch's "output N of X"), when known
+    # Filled in by ``autograd_graph(t, names=...)``: the name of the named tensor it is (same storage, offset,
+    # shape, strides and version); for a stale one, the backward node the last in-place write gave that tensor
+    # (its ``grad_fn`` now, made after the saving node): its name (``"MulBackward0"`` for ``mul_``,
+    # ``"CopySlices"`` for a write through a view) and its id when the graph holds it.
+    name: str | None = None
+    edited_by_name: str | None = None
+    edited_by: int | None = None
+    # (storage, offset, shape, strides) of the saved data, for matching names; None when not readable.
+    placement: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def nbytes(self) -> int | None:
+        """The saved tensor's size in bytes (elements × element size), None when its shape is unknown."""
+        if self.shape is None or self.dtype is None:
+            return None
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count * self.dtype.itemsize
 
     @property
     def stale(self) -> bool:
@@ -363,6 +383,23 @@ def _inspect_saved(raw, unpack, attribute: str, is_output: bool, node_name: str 
         data = raw.data
     except RuntimeError:
         data = None
+    inspected = _versions_of(raw, unpack, attribute, is_output, node_name, data)
+    placement = _placement(data) if isinstance(data, torch.Tensor) else None
+    return inspected if placement is None else dataclasses.replace(inspected, placement=placement)
+
+
+def _placement(tensor: torch.Tensor) -> tuple | None:
+    """(storage, offset, shape, strides) of a strided tensor: equal for two tensors over the same elements."""
+    if tensor.layout != torch.strided:
+        return None
+    try:
+        return (storage_key(tensor), tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()))
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (functional, meta wrappers)
+        return None
+
+
+def _versions_of(raw, unpack, attribute: str, is_output: bool, node_name: str, data) -> SavedTensor:
+    """``_inspect_saved``'s reading of the versions (``data`` is the raw saved data, or None)."""
     shape = tuple(data.shape) if isinstance(data, torch.Tensor) else None
     dtype = data.dtype if isinstance(data, torch.Tensor) else None
     output_nr = _output_position(node_name, attribute) if is_output and node_name else None
@@ -872,6 +909,42 @@ def _leaf_names(names) -> dict[int, str]:
     return by_id
 
 
+def _grad_fn_or_none(tensor: torch.Tensor):
+    """``tensor.grad_fn``, or None where autograd refuses to build it (a ``split()`` output whose base changed)."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
+
+
+def _with_saved_names(nodes: list, names: dict, fns: list) -> list:
+    """``nodes`` (``fns`` their autograd nodes, after the output) with each saved tensor that is one of ``names``
+    named and, when stale, tied to the node of the in-place write that changed it (see ``SavedTensor``)."""
+    named = {}
+    for name, tensor in names.items():
+        placement = _placement(tensor)
+        if placement is not None:
+            named.setdefault(placement, (name, tensor))
+    position_of = {id(fn): position for position, fn in enumerate(fns, start=1)}
+    out = [nodes[0]]
+    for node, saver in zip(nodes[1:], fns):
+        renamed = []
+        for saved in node.saved:
+            name, tensor = named.get(saved.placement, (None, None))
+            if tensor is None or tensor._version != saved.current_version:
+                renamed.append(saved)
+                continue
+            editor = _grad_fn_or_none(tensor) if saved.stale else None
+            # A write under no_grad leaves grad_fn as it was: only a node made after the saver is the write's.
+            if editor is not None and editor._sequence_nr() > saver._sequence_nr():
+                found = dict(edited_by_name=editor.name(), edited_by=position_of.get(id(editor)))
+            else:
+                found = {}
+            renamed.append(dataclasses.replace(saved, name=name, **found))
+        out.append(dataclasses.replace(node, saved=tuple(renamed)) if renamed != list(node.saved) else node)
+    return out
+
+
 def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     """Snapshot ``t``'s backward graph: nodes, edges, and every saved tensor's saved and current version.
 
@@ -883,7 +956,8 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     Args:
         t: a tensor; usually the loss or an intermediate result with a ``grad_fn``.
         names: optional dict from name to tensor (``dict(model.named_parameters())``, ``{"x": x}``) used to
-            label leaves.
+            label leaves and to name saved tensors (``SavedTensor.name``): a saved tensor is a named one when
+            both cover the same elements of the same storage (offset, shape, strides) at the same version.
         max_nodes: keep at most this many nodes (the ones nearest ``t``); all are still counted.
 
     Returns:
@@ -937,6 +1011,8 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
             if reach.get(id(fn)) == 1 and any(item.stale for item in saved):
                 unseen.append(("below a custom Function", fn.name()))
             nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, saved))
+    if names:
+        nodes = _with_saved_names(nodes, names, fns)
     shifted = ([(0, 1)] if fns else []) + [(a + 1, b + 1) for a, b in edges]
     return Graph(
         tuple(nodes),

@@ -927,7 +927,7 @@ def watch_notes(tensor) -> dict[int, tuple[str, ...]]:
         for write in hazard.changed_at:
             place = write.line.place if write.line is not None else "line unknown"
             texts.append(f"changed at {place} ({op_name(write.op)})")
-    return {node_id: tuple(dict.fromkeys(texts)) for node_id, texts in notes.items()}
+    return {node_id: tuple(dict.fromkeys(texts)) for node_id, texts in notes.items() if texts}
 
 
 def explain_inplace(t) -> list[InplaceExplanation]:

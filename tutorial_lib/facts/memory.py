@@ -524,6 +524,7 @@ class _CpuOpNamer(WatcherMode):
 # and calling the op again turns it into a one-value tensor again (8 bytes). That copy exists only because the
 # block is watched (by measure_memory or trace_ops), so it is not counted.
 _PYTHON_DISPATCH = "PythonDispatchMode"
+_COMPILED_REGION = "Torch-Compiled Region"
 
 
 def _flatten(tree) -> list[tuple]:
@@ -560,6 +561,23 @@ def _flatten(tree) -> list[tuple]:
     return flat
 
 
+def _made_and_dropped_by_the_watcher(events: list[tuple]) -> set[int]:
+    """Indices of the blocks made and given back at once directly in torch.compile's range, and of their frees.
+
+    Under a Python dispatch mode, a compiled function's range holds blocks the dispatch layer makes for the mode
+    (the size of those it makes in ``_PYTHON_DISPATCH``), each freed before anything else happens; without the
+    watcher they do not exist (checked with the profiler alone). A block the compiled code itself makes there (the
+    8-byte tensor of a Python number) lives on until an op uses it, and is counted.
+    """
+    found = set()
+    for index, event in enumerate(events[:-1]):
+        after = events[index + 1]
+        if event[0] == after[0] == "alloc" and event[2] > 0 and event[4].startswith(_COMPILED_REGION):
+            if after[1] == event[1] and after[2] == -event[2] and after[4] == event[4]:
+                found.update((index, index + 1))
+    return found
+
+
 class _CpuBlock:
     """One ``measure_memory`` block on the CPU: its op namer and the profiler events collected for it."""
 
@@ -584,12 +602,15 @@ class _CpuBlock:
         ever_allocated: set[int] = set()
         timeline: list[tuple[str, int]] = []
         allocated_outside_ops = False  # since the last op: shown with the next op, or in a last entry
-        for event in self.events:
+        dropped_at_once = _made_and_dropped_by_the_watcher(self.events)
+        for index, event in enumerate(self.events):
             kind = event[0]
             if kind == "alloc":
                 _, address, size, enclosing_ops, innermost = event
                 if size > 0 and (innermost == _PYTHON_DISPATCH or innermost.startswith("tl::op:")):
                     continue  # the watcher's own, see _PYTHON_DISPATCH
+                if index in dropped_at_once:
+                    continue  # see _made_and_dropped_by_the_watcher
                 ledger.running = self._op_running(enclosing_ops)
                 if size > 0:
                     ledger.allocate(address, size)

@@ -44,7 +44,7 @@ class NodeGroup:
 
     id: int
     kind: str
-    label: str  # "blocks.3", "repeat 2 of 12", "MulBackward0 ×100"
+    label: str  # "blocks.3", "repeat 2 of 12", "repeated block ×12", "MulBackward0 ×100"
     members: tuple[int, ...]
     counts: tuple[tuple[str, int], ...] = ()  # node names (leaves as "leaves") in one repetition, most first
     repetitions: int = 1  # >1 for a whole run of a repeated block in one group
@@ -476,7 +476,7 @@ def collapse_repeats(graph: Graph, merge_runs: bool = False) -> CollapsedGraph:
 
     Args:
         graph: a ``Graph``.
-        merge_runs: put a whole run in one group (``12× block``) instead of one group per repetition.
+        merge_runs: put a whole run in one group (``repeated block ×12``) instead of one group per repetition.
             Blocks smaller than ``MIN_BLOCK_NODES`` nodes are always merged (``MulBackward0 ×100``).
 
     Returns:
@@ -546,7 +546,7 @@ def collapse_repeats(graph: Graph, merge_runs: bool = False) -> CollapsedGraph:
                 if per_block < MIN_BLOCK_NODES:  # a chain of small ops reads best by name: "Mul → Sin ×100"
                     label = " → ".join(graph.nodes[m].name for m in sorted(blocks[0])) + f" ×{reps}"
                 else:
-                    label = f"{reps}× repeated block"
+                    label = f"repeated block ×{reps}"
                 counts = _counts(graph, blocks[0])
                 groups.append(dict(kind="repeat", label=label, counts=counts, repetitions=reps, members=everything))
             else:

@@ -2,6 +2,10 @@
 
 ``graph_scene`` plans a ``Scene`` from the facts (``autograd_graph``, ``graph_groups``) and a placement
 (``graph_layout``); ``draw_graph`` renders it with matplotlib, ``graph_svg`` as SVG (without importing matplotlib).
+Boxes carry their node ids; saved tensors are chips inside their node's box (torchviz draws them as nodes of their
+own), named after the variable they are; a stale one is drawn in the palette's vermilion with its versions and, when
+the write is known, an edge to the node of the in-place operation that changed it. A list of graphs is drawn side
+by side (``scene.side_by_side``), for the comparisons the chapters make.
 """
 
 from __future__ import annotations
@@ -9,19 +13,20 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, shape_text
 from ..common.text import plural, short_op_name
-from ..facts.graph import Graph, autograd_graph, inplace_hazards
+from ..facts.graph import Graph, autograd_graph, forward_op_name, inplace_hazards
 from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
-from .graph_placement import FONT_SIZE, LAYER_GAP, LINE_SPACING, PAD_X, PAD_Y, GraphLayout, box_size, graph_layout
-from .scene import MONO_CHAR_WIDTH, Arrow, Line, Polygon, Rect, Scene, Style, Text, text_width, visible
+from .graph_placement import FONT_SIZE, LAYER_GAP, LINE_SPACING, PAD_X, PAD_Y, GraphLayout, graph_layout
+from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STALE, STORAGE, tensor_colour, tint
+from .scene import MONO_CHAR_WIDTH, Arrow, Line, Polygon, Rect, Scene, Style, Text, side_by_side, text_width, visible
 
 #: ``draw_graph(collapse=None)`` collapses graphs with more nodes than this.
 AUTO_COLLAPSE_ABOVE = 60
@@ -30,71 +35,154 @@ DEFAULT_DRAW_NODES = 150
 COLLAPSE_CHOICES = (None, "none", "repeats", "module")
 MARGIN = 10.0
 SMALL_FONT_SIZE = 0.9 * FONT_SIZE  # legend, messages, edge counts
-_MAX_SAVED_LINES = 4
+_MAX_CHIPS = 4
 _WRAP = 36
 
-_BORDER = "#333333"
-#: The graph picture's style sheet. Kinds differ in shape, not only colour: square (backward), rounded (leaf),
-#: double border (output), stacked (group); hazards add a thick dashed red border.
+#: Saved-tensor chips: a chip's text is smaller than a box's, with this padding inside the chip.
+CHIP_FONT_SIZE = SMALL_FONT_SIZE
+CHIP_PAD_X, CHIP_PAD_Y, CHIP_GAP = 4.0, 2.0, 3.0
+SWATCH = 7.0  # the width of a named tensor's colour bar at a chip's left
+EDIT_GAP = 14.0  # how far right of the boxes the in-place edit's edge runs
+
+#: The graph picture's style sheet (palette colours). Kinds differ in shape, not only colour: square (backward),
+#: rounded (leaf), double border (output), stacked (group); hazards add a thick dashed vermilion border.
 STYLES = {
-    "graph-edges": Style(edge="#555555", width=0.8),
-    "graph-cut-edges": Style(edge="#555555", width=0.8, dash=(1, 1.65)),
-    "graph-boxes-shadow": Style(fill="#fbf3dc", edge=_BORDER, width=0.8, zorder=3),
-    "graph-boxes-backward": Style(fill="#eeeeee", edge=_BORDER, width=0.8, zorder=3),
-    "graph-boxes-leaf": Style(fill="#dbe9f6", edge=_BORDER, width=0.8, zorder=3),
-    "graph-boxes-output": Style(fill="#dcf0d2", edge=_BORDER, width=0.8, zorder=3),
-    "graph-boxes-group": Style(fill="#fbf3dc", edge=_BORDER, width=1.0, zorder=3),
-    "graph-boxes-hazard": Style(edge="#d62728", width=2.4, dash=(4, 2), zorder=4),
-    "graph-title": Style(family="mono", size=FONT_SIZE, weight="bold", zorder=5, line_spacing=LINE_SPACING),
-    "graph-detail": Style(family="mono", size=FONT_SIZE, zorder=5, line_spacing=LINE_SPACING),
+    "graph-edges": Style(edge=MUTED, width=0.8),
+    "graph-cut-edges": Style(edge=MUTED, width=0.8, dash=(1, 1.65)),
+    "graph-boxes-shadow": Style(fill=STORAGE, edge=INK, width=0.8, zorder=3),
+    "graph-boxes-backward": Style(fill=PAPER, edge=INK, width=0.8, zorder=3),
+    "graph-boxes-leaf": Style(fill=STORAGE, edge=INK, width=0.8, zorder=3),
+    "graph-boxes-output": Style(fill=PAPER, edge=INK, width=0.8, zorder=3),
+    "graph-boxes-group": Style(fill=STORAGE, edge=INK, width=1.0, zorder=3),
+    "graph-boxes-new": Style(edge=INK, width=2.2, zorder=4),
+    "graph-boxes-hazard": Style(edge=STALE, width=2.4, dash=(4, 2), zorder=4),
+    "graph-chip": Style(fill=PAPER, edge=MUTED, width=0.6, zorder=4),
+    "graph-chip-gone": Style(fill=PAPER, edge=FAINT, width=0.6, dash=(2, 2), zorder=4),
+    "graph-chip-stale": Style(fill=tint(STALE, 0.15), edge=STALE, width=1.4, zorder=4),
+    "graph-edit": Style(edge=STALE, width=1.2, dash=(3, 2), zorder=6),
+    "graph-title": Style(family=MONO, size=FONT_SIZE, weight="bold", color=INK, zorder=5, line_spacing=LINE_SPACING),
+    "graph-detail": Style(family=MONO, size=FONT_SIZE, color=INK, zorder=5, line_spacing=LINE_SPACING),
+    "graph-id": Style(family=MONO, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
+    "graph-new": Style(family=SANS, size=SMALL_FONT_SIZE, weight="bold", color=INK, zorder=5),
+    "graph-chip-text": Style(family=MONO, size=CHIP_FONT_SIZE, color=INK, zorder=5),
     # Warnings use DejaVu Sans, whose ⚠ is full size (the monospace one is tiny).
-    "graph-warning": Style(family="sans", size=FONT_SIZE, weight="bold", color="#b00000", zorder=5),
-    "graph-legend": Style(family="mono", size=SMALL_FONT_SIZE, color="#444444", zorder=5),
-    "graph-message": Style(family="mono", size=SMALL_FONT_SIZE, color="#b00000", zorder=5),
-    "graph-edge-count": Style(family="mono", size=SMALL_FONT_SIZE, color=_BORDER, zorder=2),
+    "graph-warning": Style(family=SANS, size=FONT_SIZE, weight="bold", color=STALE, zorder=5),
+    "graph-chip-warning": Style(family=SANS, size=CHIP_FONT_SIZE, weight="bold", color=STALE, zorder=5),
+    "graph-edit-label": Style(family=MONO, size=CHIP_FONT_SIZE, weight="bold", color=STALE, halo=True, zorder=7),
+    "graph-legend": Style(family=SANS, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
+    "graph-message": Style(family=MONO, size=SMALL_FONT_SIZE, color=STALE, zorder=5),
+    "graph-edge-count": Style(family=MONO, size=SMALL_FONT_SIZE, color=INK, zorder=2),
 }
-_LEGEND = (
-    "arrows: gradient flow, output → leaves · square box: backward node · rounded box: leaf tensor · "
-    "double border: output"
-)
-_LEGEND_GROUPS = " · stacked box: collapsed group"
-_LEGEND_HAZARD = " · red dashed border + ⚠: a saved tensor changed in place (backward() would fail)"
+#: Legend entries, each shown only when the picture has what it explains.
+_LEGEND = {
+    "arrows": "arrows: gradient flow",
+    "leaf": "rounded: leaf",
+    "output": "double: output",
+    "group": "stacked: group",
+    "chip": "inner boxes: saved tensors",
+    "hazard": "red dashed ⚠: changed in place since saved",
+    "new": "thick: new this step",
+}
 
 _WARNING = "⚠"  # a box line starting with it is drawn as a warning, in graph-warning's font
+_LINE = LINE_SPACING * FONT_SIZE
+_CHIP_LINE = LINE_SPACING * CHIP_FONT_SIZE
+
+
+@dataclass(frozen=True)
+class _Chip:
+    """One saved tensor as a small box inside its node's box: its text, its look, and the edit that made it stale."""
+
+    text: str  # "result = b · (3,) · 12 B"
+    style: str
+    warning: str = ""  # "⚠ stale: saved v0, now v1" on a stale one
+    edit: str = ""  # "mul_ → v1": the in-place write that changed it, when known
+    edited_by: int | None = None  # the graph node of that write, when the graph holds it
+    swatch: str = ""  # the style of the named tensor's colour, a bar at the chip's left ('' when unnamed)
+
+    @property
+    def size(self) -> tuple[float, float]:
+        widths = [text_width(self.text, MONO, CHIP_FONT_SIZE) + (SWATCH if self.swatch else 0.0)]
+        if self.warning:
+            widths.append(text_width(self.warning, SANS, CHIP_FONT_SIZE, "bold"))
+        return max(widths) + 2 * CHIP_PAD_X, (1 + bool(self.warning)) * _CHIP_LINE + 2 * CHIP_PAD_Y
 
 
 @dataclass(frozen=True)
 class _Box:
-    """The texts of one box, its kind (``output``, ``backward``, ``leaf`` or ``group``) and stale saved tensors."""
+    """The texts of one box: its kind (``output``, ``backward``, ``leaf`` or ``group``), title, id tag (``#3``, ''
+    for groups), lines above its saved-tensor chips, the chips, lines below them, stale count, new this step."""
 
     item: int
     kind: str
     title: str
     lines: tuple[str, ...]
     stale: int
+    tag: str = ""
+    chips: tuple[_Chip, ...] = ()
+    below: tuple[str, ...] = ()
+    new: bool = False
+    fill: str = ""  # a named leaf's style: its tensor colour, as its chips show it ('' for the kind's own)
 
     @property
     def size(self) -> tuple[float, float]:
-        longest = max([len(self.title)] + [len(t) for t in self.lines if t[:1] != _WARNING])
-        width, height = box_size(1 + len(self.lines), longest)
-        warnings = [text_width(t, "sans", FONT_SIZE, "bold") + 2 * PAD_X for t in self.lines if t[:1] == _WARNING]
-        return max([width] + warnings), height
+        head = text_width(self.title, MONO, FONT_SIZE) + (
+            text_width(self.tag, MONO, SMALL_FONT_SIZE) + 8 if self.tag else 0
+        )
+        lines = self.lines + self.below
+        widths = [head] + [
+            text_width(t, SANS, FONT_SIZE, "bold") if t[:1] == _WARNING else len(t) * MONO_CHAR_WIDTH * FONT_SIZE
+            for t in lines
+        ]
+        widths += [chip.size[0] for chip in self.chips]
+        height = (1 + len(lines)) * _LINE + sum(chip.size[1] + CHIP_GAP for chip in self.chips) + 2 * PAD_Y
+        return max(widths) + 2 * PAD_X, height
 
 
 def _stale_marker(saved) -> str:
     return f"{_WARNING} stale: saved v{saved.saved_version}, now v{saved.current_version}"
 
 
-def _saved_line(saved) -> str:
-    """One saved tensor's line in a box: its versions, or why they are not shown."""
-    if saved.state in ("stale", "ok"):
-        return f"saved: {saved.attribute} v{saved.saved_version} (now v{saved.current_version})"
-    why = {"freed": " (freed by backward)", "hooked": " (packed by a hook)", "unknown": " (version unknown)"}
-    return f"saved: {saved.attribute}" + (why[saved.state] if saved.note or saved.state != "unknown" else "")
+def edit_words(saved) -> str:
+    """The in-place write that made a stale saved tensor stale, as an op name (``mul_``), '' when unknown."""
+    if saved.edited_by_name is None:
+        return ""
+    if saved.edited_by_name.endswith("CopySlices"):
+        return "a write through a view"
+    return f"{forward_op_name(saved.edited_by_name)}_"
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, ...]) -> _Box:
-    """A node's box: shape, values, saved tensors (stale ones even when show_saved is off: they are the point)."""
+def _bytes_text(count: int) -> str:
+    """``12 B``, ``4 KiB``, ``1.5 MiB``: a chip's size."""
+    for unit in ("B", "KiB", "MiB"):
+        if count < 1024:
+            return f"{count} {unit}" if unit == "B" else f"{count:.3g} {unit}"
+        count /= 1024
+    return f"{count:.3g} GiB"
+
+
+def _chip(saved, swatches: dict) -> _Chip:
+    """A saved tensor's chip: name, shape and bytes, its versions when stale, why they are unknown otherwise."""
+    parts = [saved.attribute + (f" = {saved.name}" if saved.name else "")]
+    if saved.shape is not None:
+        parts.append(shape_text(saved.shape))
+    if saved.nbytes is not None:
+        parts.append(_bytes_text(saved.nbytes))
+    why = {"freed": "freed by backward", "hooked": "packed by a hook", "unknown": "version unknown"}
+    if saved.state in why and (saved.note or saved.state != "unknown"):
+        parts.append(why[saved.state])
+    text, swatch = visible(" · ".join(parts)), swatches.get(saved.name, "")
+    if not saved.stale:
+        style = "graph-chip-gone" if saved.state in ("freed", "hooked", "unknown") else "graph-chip"
+        return _Chip(text, style, swatch=swatch)
+    op = edit_words(saved)
+    edit = f"{op} → v{saved.current_version}" if op else ""
+    return _Chip(text, "graph-chip-stale", _stale_marker(saved), edit, saved.edited_by, swatch)
+
+
+def _node_box(node, show_values: bool, show_saved: bool, line_notes, swatches: dict, new: bool) -> _Box:
+    """A node's box: shape, values, saved tensors as chips (stale ones even when show_saved is off: they are the
+    point), then the lines ``watch_inplace`` recorded."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
@@ -102,15 +190,16 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes: tuple[str, 
         lines.append(f"value: {node.value}")
         if node.kind == "leaf" or node.grad is not None:
             lines.append(f"grad: {node.grad}")
-    shown = 0
+    chips = []
     for saved in node.saved:
-        if saved.stale or (show_saved and shown < _MAX_SAVED_LINES):
-            lines += [_saved_line(saved), _stale_marker(saved)] if saved.stale else [_saved_line(saved)]
-            shown += 1
-    if show_saved and len(node.saved) > shown:
-        lines.append(f"… {len(node.saved) - shown} more saved")
-    lines.extend(line_notes)  # from watch_inplace: who saved it, who changed it
-    return _Box(node.id, node.kind, visible(node.label), tuple(lines), sum(1 for s in node.saved if s.stale))
+        if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
+            chips.append(_chip(saved, swatches))
+    below = [f"… {len(node.saved) - len(chips)} more saved"] if show_saved and len(node.saved) > len(chips) else []
+    below.extend(line_notes)  # from watch_inplace: who saved it, who changed it
+    stale = sum(1 for s in node.saved if s.stale)
+    return _Box(
+        node.id, node.kind, visible(node.label), tuple(lines), stale, f"#{node.id}", tuple(chips), tuple(below), new
+    )
 
 
 def _wrap_list(text: str, width: int, breaks: str = r"(?<=, )|(?<=: )") -> list[str]:
@@ -132,7 +221,7 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
     group = view.group(item)
     per_block = sum(c for _, c in group.counts)
     if group.repetitions > 1:
-        head = f"{group.repetitions} × {per_block} nodes"
+        head = f"{per_block} nodes in each of {group.repetitions} blocks"
     else:
         head = f"{group.module_type} · {per_block} nodes" if group.module_type else f"{per_block} nodes"
     lines = [head + ":", *_wrap_list(count_text((short_op_name(name), c) for name, c in group.counts), _WRAP)]
@@ -143,7 +232,7 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
     return _Box(item, "group", group.label, tuple(lines + stale), len(stale))
 
 
-def _choose_view(graph: Graph, tensor, collapse, model, max_nodes: int) -> CollapsedGraph:
+def _choose_view(graph: Graph, tensor, collapse, model) -> CollapsedGraph:
     """``collapse``'s grouping; for None on a big graph, the one leaving fewest boxes, preferring modules."""
     if collapse == "module":
         return collapse_by_module(tensor, model, graph)
@@ -154,20 +243,31 @@ def _choose_view(graph: Graph, tensor, collapse, model, max_nodes: int) -> Colla
             return view
     if collapse == "none" or (collapse is None and not big):
         return uncollapsed(graph)
-    view = collapse_repeats(graph)
-    if len(view.items) > (max_nodes if collapse == "repeats" else AUTO_COLLAPSE_ABOVE):
-        view = collapse_repeats(graph, merge_runs=True)
+    view = collapse_repeats(graph, merge_runs=True)  # a run of identical blocks is one "×N" box
     return view if view.groups or collapse == "repeats" else uncollapsed(graph)
 
 
 def _hazard_text(node_name: str, saved) -> str:
     if saved.attribute.startswith("checkpoint input"):  # kept by the checkpoint, not by the node
         return f"{saved.attribute} (first needed by {node_name}) v{saved.saved_version}, now v{saved.current_version}"
-    return f"{node_name} saved {saved.attribute} v{saved.saved_version}, now v{saved.current_version}"
+    named = f" = {saved.name}" if saved.name else ""
+    edit = f" after {edit_words(saved)}" if edit_words(saved) else ""
+    return f"{node_name} saved {saved.attribute}{named} v{saved.saved_version}, now v{saved.current_version}{edit}"
 
 
-def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int) -> str:
-    """One line: the graph's counts, its groups, what is not drawn, stale and freed saved tensors, values."""
+def _named_saved_text(graph: Graph, drawn: set) -> str:
+    """``x1 (MulBackward0, SinBackward0), x2 (MulBackward0)``: which drawn nodes saved each named tensor."""
+    savers: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        if node.id in drawn:
+            for saved in node.saved:
+                if saved.name is not None and node.name not in savers.setdefault(saved.name, []):
+                    savers[saved.name].append(node.name)
+    return ", ".join(f"{name} ({', '.join(nodes)})" for name, nodes in savers.items())
+
+
+def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int, drawn: set) -> str:
+    """One line: the graph's counts, its groups, what is not drawn, stale, named and freed saved tensors, values."""
     backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
     output = ", 1 output" if any(n.kind == "output" for n in graph.nodes) else ""
     parts = [
@@ -190,6 +290,9 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         parts.append(f"no saved tensor {'that could be read ' if graph.unseen else ''}was changed in place")
     if graph.unseen:
         parts.append("not checked: " + "; ".join(graph.unseen))
+    named = _named_saved_text(graph, drawn)
+    if named:
+        parts.append(f"saved for backward: {named}")
     freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
     if freed:
         parts.append(f"{plural(freed, 'saved tensor')} already freed by backward()")
@@ -211,10 +314,25 @@ def _rounded(left: float, top: float, width: float, height: float) -> tuple:
     )
 
 
-def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> list:
-    """The shapes and texts of one box whose top-left corner is (x, y)."""
+def _text_items(lines, x: float, top: float, item: int) -> list:
+    """Box lines from ``top`` down: runs of plain lines share one text (far fewer texts on big graphs); warnings
+    are their own texts in graph-warning's font."""
+    items, k = [], 0
+    for warning, run in groupby(lines, key=lambda line: line[:1] == _WARNING):
+        run = list(run)
+        if warning:
+            for i, line in enumerate(run):
+                items.append(Text(x + PAD_X, top + (k + i) * _LINE, line, "graph-warning", f"warning:{item}"))
+        else:
+            items.append(Text(x + PAD_X, top + k * _LINE, "\n".join(run), "graph-detail", f"detail:{item}"))
+        k += len(run)
+    return items
+
+
+def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list, list]:
+    """The shapes and texts of one box whose top-left corner is (x, y), and ``(chip, its Rect)`` of its chips."""
     if box.kind == "leaf":
-        items = [Polygon(_rounded(x, y, w, h), "graph-boxes-leaf")]
+        items = [Polygon(_rounded(x, y, w, h), box.fill or "graph-boxes-leaf")]
     elif box.kind == "output":
         items = [Rect(x, y, w, h, "graph-boxes-output"), Rect(x + 2, y + 2, w - 4, h - 4, "graph-boxes-output")]
     elif box.kind == "group":
@@ -223,34 +341,105 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> list:
         items = [Rect(x, y, w, h, "graph-boxes-backward")]
     if box.stale:
         items.append(Rect(x - 3, y - 3, w + 6, h + 6, "graph-boxes-hazard"))
+    elif box.new:
+        items.append(Rect(x - 2, y - 2, w + 4, h + 4, "graph-boxes-new", f"new:{box.item}"))
     top = y + PAD_Y
-    items.append(Text(x + w / 2, top, box.title, "graph-title", f"label:{box.item}", anchor="middle"))
-    line_h = LINE_SPACING * FONT_SIZE
-    k = 1  # the line number of the run's first line (the title is line 0)
-    for warning, run in groupby(box.lines, key=lambda line: line[:1] == _WARNING):
-        run = list(run)
-        if warning:
-            for i, line in enumerate(run):
-                items.append(Text(x + PAD_X, top + (k + i) * line_h, line, "graph-warning", f"warning:{box.item}"))
-        else:  # consecutive plain lines share one text: far fewer texts on big graphs
-            items.append(Text(x + PAD_X, top + k * line_h, "\n".join(run), "graph-detail", f"detail:{box.item}"))
-        k += len(run)
+    if box.tag:
+        centre = x + PAD_X + (w - 2 * PAD_X - text_width(box.tag, MONO, SMALL_FONT_SIZE) - 8) / 2
+        items.append(Text(x + w - PAD_X, top + 1, box.tag, "graph-id", f"node-id:{box.item}", anchor="end"))
+    else:
+        centre = x + w / 2
+    items.append(Text(centre, top, box.title, "graph-title", f"label:{box.item}", anchor="middle"))
+    if box.new:
+        items.append(Text(x + w - PAD_X, y - 3, "new", "graph-new", f"new-label:{box.item}", "end", "bottom"))
+    items.extend(_text_items(box.lines, x, top + _LINE, box.item))
+    chip_top = top + (1 + len(box.lines)) * _LINE
+    placed = []
+    for k, chip in enumerate(box.chips):
+        cw, ch = chip.size
+        rect = Rect(x + PAD_X, chip_top, cw, ch, chip.style, f"chip:{box.item}:{k}")
+        items.append(rect)
+        inset = 0.0
+        if chip.swatch:
+            items.append(Rect(rect.x, rect.y, SWATCH - 2, ch, chip.swatch, f"swatch:{box.item}:{k}"))
+            inset = SWATCH
+        where = (rect.x + inset + CHIP_PAD_X, chip_top + CHIP_PAD_Y)
+        items.append(Text(*where, chip.text, "graph-chip-text", f"chip-text:{box.item}:{k}"))
+        if chip.warning:
+            where = (rect.x + inset + CHIP_PAD_X, chip_top + CHIP_PAD_Y + _CHIP_LINE)
+            items.append(Text(*where, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
+        placed.append((chip, rect))
+        chip_top += ch + CHIP_GAP
+    items.extend(_text_items(box.below, x, chip_top, box.item))
+    return items, placed
+
+
+def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
+    """The in-place write drawn: a dashed vermilion edge from the chip to the box of the node that wrote the tensor
+    (its right side, run ``EDIT_GAP`` right of ``right``), labelled ``mul_ → v1``; just the label when not drawn."""
+    y = rect.y + rect.h / 2
+    label_at = (rect.x + rect.w + 3, y - 1)
+    items = []
+    if target is not None:
+        tx, ty, tw, th = target
+        run = max(right, tx + tw) + EDIT_GAP
+        points = ((rect.x + rect.w, y), (run, y), (run, ty + th / 2), (tx + tw + 3, ty + th / 2))
+        items.append(Arrow(points, "graph-edit", f"edit:{rect.id.removeprefix('chip:')}"))
+        label_at = (run + 3, (y + ty + th / 2) / 2)
+    items.append(
+        Text(*label_at, chip.edit, "graph-edit-label", f"edit-label:{rect.id.removeprefix('chip:')}", baseline="middle")
+    )
     return items
 
 
-def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, summary: str) -> Scene:
-    """The legend, messages, boxes, edges and texts of a picture, y flipped from the placement's y up."""
-    has_hazards = any(b.stale for b in boxes.values())
-    legend = _LEGEND + (_LEGEND_GROUPS if has_groups else "") + (_LEGEND_HAZARD if has_hazards else "")
-    content_width = max(layout.width, 60 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE)
-    chars = max(30, int(content_width / (MONO_CHAR_WIDTH * SMALL_FONT_SIZE)))  # 59 at the narrowest (rounding)
-    legend_lines = _wrap_list(legend.replace(" · ", ", "), chars, r"(?<=, )")
+def _legend_entries(boxes, layout: GraphLayout) -> list[str]:
+    """The legend's entries for what this picture draws."""
+    kinds = {b.kind for b in boxes.values()}
+    used = {
+        "arrows": bool(layout.edges),
+        "leaf": "leaf" in kinds,
+        "output": "output" in kinds,
+        "group": "group" in kinds,
+        "chip": any(b.chips for b in boxes.values()),
+        "hazard": any(b.stale for b in boxes.values()),
+        "new": any(b.new for b in boxes.values()),
+    }
+    return [text for key, text in _LEGEND.items() if used[key]]
+
+
+def _legend_width(text: str) -> float:
+    """A legend line's width, estimated (DejaVu Sans averages under 0.6 font sizes a character here), so that a
+    picture without warnings is planned without loading matplotlib's fonts."""
+    return len(text) * 0.6 * SMALL_FONT_SIZE
+
+
+def _legend_lines(entries: list[str], width: float) -> list[str]:
+    """The legend's entries joined by " · " into as few lines of at most ``width`` points as they fit in."""
+    lines: list[str] = []
+    for entry in entries:
+        joined = f"{lines[-1]} · {entry}" if lines else entry
+        if lines and _legend_width(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(entry)
+    return lines
+
+
+def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, summary: str) -> Scene:
+    """The legend, messages, boxes, edges, chips and in-place edits of a picture, y flipped from the placement's."""
+    edits = [c for b in boxes.values() for c in b.chips if c.edit]
+    edit_room = max((text_width(c.edit, MONO, CHIP_FONT_SIZE, "bold") + EDIT_GAP + 6 for c in edits), default=0.0)
+    entries = _legend_entries(boxes, layout)
+    legend_width = _legend_width(" · ".join(entries))
+    content_width = max(layout.width + edit_room, 48 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE, min(legend_width, 250.0))
+    legend_lines = _legend_lines(entries, content_width)
+    chars = max(30, int(content_width / (MONO_CHAR_WIDTH * SMALL_FONT_SIZE)))
     message_lines = [w for m in messages for w in textwrap.wrap(m, chars)]
     small_line = LINE_SPACING * SMALL_FONT_SIZE
-    top_band = len(legend_lines) * small_line + PAD_Y * 2
+    top_band = len(legend_lines) * small_line + PAD_Y * 2 if legend_lines else 0.0
     stub = LAYER_GAP * 0.6 if cut else 0.0  # dotted stubs under boxes whose children are not drawn
     bottom_band = stub + ((len(message_lines) * small_line + PAD_Y * 2) if message_lines else 0.0)
-    left = -(content_width - layout.width) / 2  # a graph narrower than the legend sits in the middle
+    left = -(content_width - edit_room - layout.width) / 2  # a graph narrower than the legend sits in the middle
     x0, y1 = left - MARGIN, layout.height + top_band + MARGIN  # the placement's top-left corner (y up)
 
     def at(x: float, y: float) -> tuple[float, float]:
@@ -266,20 +455,59 @@ def _scene(layout: GraphLayout, boxes, cut, messages, has_groups: bool, summary:
     for i in cut:
         p = layout.position(i)
         items.append(Line((at(p.x, p.bottom), at(p.x, p.bottom - stub)), "graph-cut-edges"))
+    corners, placed = {}, []
     for p in layout.nodes:
-        items.extend(_box_items(boxes[p.id], *at(p.left, p.top), p.width, p.height))
-    items.append(Text(*at(left, layout.height + top_band - PAD_Y), "\n".join(legend_lines), "graph-legend", "legend"))
+        corners[p.id] = (*at(p.left, p.top), p.width, p.height)
+        box_items, chips = _box_items(boxes[p.id], *corners[p.id])
+        items.extend(box_items)
+        placed.extend(chips)
+    right = at(layout.width, 0)[0]
+    for chip, rect in placed:
+        if chip.edit:
+            target = corners.get(item_of(chip.edited_by)) if chip.edited_by is not None else None
+            items.extend(_edit_items(chip, rect, target if target != corners.get(_owner(rect)) else None, right))
+    if legend_lines:
+        where = at(left, layout.height + top_band - PAD_Y)
+        items.append(Text(*where, "\n".join(legend_lines), "graph-legend", "legend"))
     if message_lines:
         items.append(Text(*at(left, -stub - PAD_Y), "\n".join(message_lines), "graph-message", "message"))
     height = layout.height + top_band + bottom_band + 2 * MARGIN
-    return Scene(content_width + 2 * MARGIN, height, tuple(items), STYLES, summary)
+    return Scene(content_width + 2 * MARGIN, height, tuple(items), styles, summary)
 
 
-def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model):
+def _owner(rect: Rect) -> int:
+    """The item whose box holds a chip (its id is ``chip:<item>:<k>``)."""
+    return int(rect.id.split(":")[1])
+
+
+def _tensor_colours(graph: Graph, drawn: set, order: list) -> dict:
+    """``{name: tensor colour index}`` of the named saved tensors and the leaves named in ``order`` (the ``names``
+    given) that are drawn: a name's place in ``order`` (so the panels of a comparison agree), then, for the rest,
+    the order the graph meets them."""
+    found = dict.fromkeys(s.name for n in graph.nodes if n.id in drawn for s in n.saved if s.name is not None)
+    found.update(dict.fromkeys(n.label for n in graph.nodes if n.id in drawn and n.kind == "leaf" and n.label in order))
+    extra = [name for name in found if name not in order]
+    return {name: order.index(name) if name in order else len(order) + extra.index(name) for name in found}
+
+
+def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
+    """``new_nodes`` (node ids) and ``newly_stale`` ((node id, attribute) pairs) as frozensets, checked."""
+    if not isinstance(new_nodes, (set, frozenset, list, tuple)) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in new_nodes
+    ):
+        raise TypeError(f"new_nodes must be a set of node ids (int), got {describe(new_nodes)}")
+    if not isinstance(newly_stale, (set, frozenset, list, tuple)) or not all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], int) and isinstance(p[1], str) for p in newly_stale
+    ):
+        raise TypeError(f"newly_stale must be a set of (node id, saved attribute) pairs, got {describe(newly_stale)}")
+    return frozenset(new_nodes), frozenset(newly_stale)
+
+
+def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, new_nodes=(), newly_stale=()):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
     tensor = t_or_graph if isinstance(t_or_graph, torch.Tensor) else None
     if tensor is None and not isinstance(t_or_graph, Graph):
-        raise TypeError(f"t_or_graph must be a torch.Tensor or a Graph, got {describe(t_or_graph)}")
+        raise TypeError(f"t_or_graph must be a torch.Tensor or a Graph (or a list of them), got {describe(t_or_graph)}")
     if tensor is None and names is not None:
         raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
     require_bool(show_values, "show_values")
@@ -297,29 +525,47 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
     if names is not None and not isinstance(names, dict):
         raise TypeError(f"names must be a dict from name to tensor, got {describe(names)}")
+    new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
     graph = t_or_graph
+    labels = dict(model.named_parameters()) if model is not None else {}
     if tensor is not None:
-        labels = dict(model.named_parameters()) if model is not None else {}
         graph = autograd_graph(tensor, names={**labels, **(names or {})} or None)
 
-    view = _choose_view(graph, tensor, collapse, model, max_nodes)
+    view = _choose_view(graph, tensor, collapse, model)
     items, cut = view.capped(max_nodes)
     drawn = {m for i in items for m in view.members(i)}
     beyond = 0  # stale saved tensors in nodes autograd_graph did not keep (a graph over its max_nodes)
     if graph.truncated and tensor is not None:
         beyond = sum(1 for h in inplace_hazards(tensor) if h.node_id >= len(graph.nodes))
     hidden_stale = beyond + sum(1 for n in graph.nodes if n.id not in drawn for s in n.saved if s.stale)
-    summary = _summary(graph, view, items, show_values, beyond)
+    summary = _summary(graph, view, items, show_values, beyond, drawn)
     line_notes = watch_notes(tensor) if tensor is not None else {}
     if line_notes:
         notes = "; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items()))
         summary = f"{summary.rstrip('.')}; {notes}."
-    boxes = {
-        i: _group_box(view, i, show_saved)
-        if view.is_group(i)
-        else _node_box(view.graph.nodes[i], show_values, show_saved, line_notes.get(i, ()))
-        for i in items
-    }
+    colours = _tensor_colours(graph, drawn, list(names or {}))
+    styles = dict(STYLES)
+    for k in colours.values():
+        styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
+        styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
+    style_of_name = {name: f"graph-swatch-{k}" for name, k in colours.items()}
+    boxes = {}
+    for i in items:
+        if view.is_group(i):
+            boxes[i] = _group_box(view, i, show_saved)
+            continue
+        node = view.graph.nodes[i]
+        box = _node_box(node, show_values, show_saved, line_notes.get(i, ()), style_of_name, i in new_nodes)
+        if node.kind == "leaf" and node.label in colours:  # the leaf a chip names, in the same colour
+            box = replace(box, fill=f"graph-boxes-leaf-{colours[node.label]}")
+        if newly_stale:  # the stepper: say which chips this step made stale
+            marked = [s.attribute for s in node.saved if s.stale or show_saved]
+            chips = tuple(
+                replace(c, warning=c.warning + " · this step") if (i, a) in newly_stale and c.warning else c
+                for c, a in zip(box.chips, marked)
+            )
+            box = replace(box, chips=chips)
+        boxes[i] = box
     sub = view if len(items) == len(view.items) else view.restricted(items)
     layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
 
@@ -332,7 +578,34 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         )
     if hidden_stale:
         messages.append(f"⚠ {plural(hidden_stale, 'stale saved tensor')} in nodes not drawn")
-    return _scene(layout, boxes, cut, messages, bool(view.groups), summary), view, layout
+    return _scene(layout, boxes, cut, messages, view.item_of, styles, summary), view, layout
+
+
+def _panels(t_or_graph, captions) -> list | None:
+    """The graphs of a comparison (a list or tuple of tensors or Graphs), checked with their captions; None for one."""
+    if not isinstance(t_or_graph, (list, tuple)):
+        if captions is not None:
+            raise ValueError("captions only applies when t_or_graph is a list of tensors or Graphs (a comparison)")
+        return None
+    if not t_or_graph:
+        raise ValueError("t_or_graph must hold at least one tensor or Graph")
+    if captions is not None and (
+        not isinstance(captions, (list, tuple))
+        or len(captions) != len(t_or_graph)
+        or not all(isinstance(c, str) for c in captions)
+    ):
+        raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
+    return list(t_or_graph)
+
+
+def _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions, marks=((), ())):
+    """``_planned`` for one graph, or for each graph of a comparison with the panels side by side."""
+    panels = _panels(t_or_graph, captions)
+    if panels is None:
+        return _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, *marks)
+    planned = [_planned(p, names, show_values, show_saved, collapse, max_nodes, model) for p in panels]
+    scene = side_by_side([p[0] for p in planned], captions)
+    return scene, tuple(p[1] for p in planned), tuple(p[2] for p in planned)
 
 
 def graph_scene(
@@ -343,24 +616,35 @@ def graph_scene(
     collapse: str | None = None,
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
+    captions=None,
+    new_nodes=(),
+    newly_stale=(),
 ) -> Scene:
     """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
-    Each box lists its node's saved tensors with their saved and current versions (``saved: result v0 (now v1)``);
-    one changed in place since gets a thick red dashed border and ``⚠ stale: saved v0, now v1``. Big graphs are
-    collapsed and, past ``max_nodes`` boxes, cut off with a message. Text ids: ``label:<item>``, ``detail:<item>``,
-    ``warning:<item>``, ``edge-count``, ``legend``, ``message``.
+    Each box carries its node id (``#3``) and its saved tensors as small chips: the attribute, the named tensor it
+    is (``result = b``, from ``names``), shape and bytes. A saved tensor changed in place since gets a vermilion
+    chip with ``⚠ stale: saved v0, now v1``, its box a thick dashed border, and, when the write is known (the
+    tensor is named), a dashed vermilion edge labelled ``mul_ → v1`` to the box of the write's node. Big graphs
+    are collapsed (a run of identical blocks into one ``×N`` box) and, past ``max_nodes`` boxes, cut off with a
+    message. Ids: ``label:<item>``, ``node-id:<item>``, ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``,
+    ``edit:<item>:<k>``, ``edit-label:<item>:<k>``, ``new:<item>``, ``edge-count``, ``legend``, ``message``; in a
+    comparison each prefixed with ``<panel>/``.
 
     Args:
-        t_or_graph: a tensor (its graph is read with ``autograd_graph``) or a ``Graph``.
-        names: dict from name to tensor labelling leaves (``{"x1": x1}``); only with a tensor.
+        t_or_graph: a tensor (its graph is read with ``autograd_graph``) or a ``Graph``; or a list of them, drawn
+            side by side (a comparison: clone vs detach).
+        names: dict from name to tensor naming leaves and saved tensors (``{"x1": x1}``); only with tensors.
         show_values: also print the values and ``.grad`` of leaves and the output.
-        show_saved: list saved tensors in each box (stale ones are listed regardless).
+        show_saved: draw saved tensors in each box (stale ones are drawn regardless).
         collapse: ``"none"``, ``"repeats"`` (repeated blocks: residual blocks, unrolled loops), ``"module"`` (a box
             per submodule of ``model``), or None: only graphs of over ``AUTO_COLLAPSE_ABOVE`` nodes, by module
             when ``model`` is given, else by repeats.
         max_nodes: draw at most this many boxes (the ones nearest the output).
         model: the ``nn.Module`` that computed the tensor; its parameter names label the leaves.
+        captions: one caption per graph of a comparison (only with a list).
+        new_nodes: ids of nodes to mark as new (a thick border and "new": ``GraphStepper``'s step change).
+        newly_stale: ``(node id, saved attribute)`` pairs whose chips say "this step".
 
     Returns:
         The ``Scene``; its ``title`` is the one-line summary of what is drawn.
@@ -368,9 +652,10 @@ def graph_scene(
     Raises:
         TypeError: an argument has the wrong type (the message names it).
         ValueError: ``collapse`` not in ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model or a tensor,
-            ``names`` with a Graph, or ``max_nodes`` < 1.
+            ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
-    return _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)[0]
+    marks = (new_nodes, newly_stale)
+    return _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions, marks)[0]
 
 
 def draw_graph(
@@ -382,19 +667,22 @@ def draw_graph(
     collapse: str | None = None,
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
+    captions=None,
 ):
     """Draw ``graph_scene``'s picture with matplotlib, into ``ax`` (an Axes) or, when None, a new figure.
 
     Returns:
         The Figure, with ``fig.summary`` (one line saying what is drawn), ``fig.scene`` (the ``Scene``),
-        ``fig.graph_view`` and ``fig.graph_layout`` (the ``CollapsedGraph`` and ``GraphLayout`` drawn). A big graph
-        saves to SVG 2-3× faster with ``matplotlib.rc_context({"svg.fonttype": "none"})`` (text kept as text).
+        ``fig.graph_view`` and ``fig.graph_layout`` (the ``CollapsedGraph`` and ``GraphLayout`` drawn; tuples of
+        them for a comparison). A big graph saves to SVG 2-3× faster with
+        ``matplotlib.rc_context({"svg.fonttype": "none"})`` (text kept as text).
 
     Raises:
         TypeError, ValueError: as ``graph_scene``, or ``ax`` is not an Axes.
     """
     ax = render_mpl.require_axes(ax)
-    scene, view, layout = _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model)
+    planned = _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions)
+    scene, view, layout = planned
     fig = render_mpl.render(scene, ax=ax)
     fig.summary = scene.title
     fig.scene = scene
@@ -411,10 +699,11 @@ def graph_svg(
     collapse: str | None = None,
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
+    captions=None,
 ) -> str:
     """``graph_scene``'s picture as an SVG document (a str), its summary the ``<title>``, without matplotlib.
 
     A 1,000-node graph takes a fraction of a second (``savefig(format="svg")`` takes seconds). Show it in Jupyter
     with ``IPython.display.SVG(tl.graph_svg(y))``. Raises as ``graph_scene``.
     """
-    return render_svg.svg(graph_scene(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model))
+    return render_svg.svg(graph_scene(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions))

@@ -246,12 +246,15 @@ def _x_positions(orders: list[list[int]], up, down, width: list[float], n: int) 
         for v, o in zip(members, offs):
             x[v] = o - offs[-1] / 2
 
-    def place(layer: int, sources) -> None:
+    def place(layer: int, sources, straight: bool = False) -> None:
         targets = []
         for v, o in zip(orders[layer], offsets[layer]):
             ns = [u for s in sources for u in s[v]] if v < n else up[v] + down[v]
+            if straight and v < n and len(up[v]) == 1 and up[v][0] < n:
+                ns = up[v]  # a node with one parent hangs right under it: chains run straight down
             targets.append((sum(x[u] for u in ns) / len(ns) if ns else x[v]) - o)
-        weights = [1.0 if v < n else 2.0 for v in orders[layer]]  # dummies weigh more: long edges run straight
+        # Dummies weigh more (long edges run straight), but not against a chain of boxes being straightened.
+        weights = [1.0 if v < n else 0.1 if straight else 2.0 for v in orders[layer]]
         for v, o, y in zip(orders[layer], offsets[layer], _isotonic(targets, weights)):
             x[v] = y + o
 
@@ -263,6 +266,8 @@ def _x_positions(orders: list[list[int]], up, down, width: list[float], n: int) 
     for _ in range(2):
         for layer in range(len(orders)):
             place(layer, (up, down))
+    for layer in range(1, len(orders)):
+        place(layer, (up, down), straight=True)
     left = min((x[v] - width[v] / 2 for v in range(len(x))), default=0.0)
     return [value - left for value in x]
 

@@ -25,19 +25,21 @@ from ..facts.graph import (
     grad_fn_of,
     inplace_hazards,
 )
-from ..pictures.graph_picture import draw_graph
-from ..pictures.scene import FAMILIES
+from ..pictures import render_mpl
+from ..pictures.graph_picture import graph_scene
+from ..pictures.palette import MUTED, SANS, STALE, tint
+from ..pictures.scene import FAMILIES, Scene, Style, Text
 
 # Where the message names the tensor ("[torch.FloatTensor [3]]") and the operation ("output 0 of Exp"); the
 # values themselves are read by facts.graph (error_shape_and_dtype), these only find the text to mark.
 _TENSOR_IN_MESSAGE = re.compile(r"\[torch\.(?:cuda\.)?(\w+Tensor) \[[\d, ]*\]\]")
 _CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of (\w+)(?=,)")
-#: Each part's highlight (light Okabe-Ito tints with a line of the full colour), told apart by number too.
-_PART_LOOKS = {
-    "tensor": "background:#d9eefb;border-bottom:2px solid #56b4e9",
-    "creator": "background:#fde8cf;border-bottom:2px solid #e69f00",
-    "versions": "background:#f6dcea;border-bottom:2px solid #cc79a7",
-}
+#: A part's highlight: the palette's stale/in-place colour (every part is about the changed tensor); the parts are
+#: told apart by their numbers, which the picture repeats (① ② ③) where each part is drawn.
+_PART_LOOK = f"background:{tint(STALE, 0.15)};border-bottom:2px solid {STALE}"
+_CIRCLED = "①②③"
+#: The style of the numbers the picture puts beside what each part of the message names.
+_PART_MARK_STYLE = Style(family=SANS, size=10.0, weight="bold", color=STALE, halo=True, zorder=8)
 
 
 @dataclass(frozen=True)
@@ -99,13 +101,18 @@ class ErrorReport:
             explained = f"<ul style='margin:4px 0;padding-left:4px;list-style:none;font-family:{sans}'>{items}</ul>"
         why = "".join(f"<li>{html.escape(h.explanation)}</li>" for h in self.hazards)
         why = f"<div style='font-family:{sans}'>Why:<ul style='margin:2px 0'>{why}</ul></div>" if why else ""
+        marked = (
+            any(ident.startswith("part:") for ident in self.figure.scene.ids()) if self.figure is not None else False
+        )
         picture = (
-            f"<div style='color:#555555;font-family:{sans}'>The graph is drawn below.</div>"
+            f"<div style='color:{MUTED};font-family:{sans}'>The graph is drawn below"
+            + ("; ① ② ③ in it mark what parts 1, 2 and 3 name." if marked else ".")
+            + "</div>"
             if self.figure is not None
             else ""
         )
         return (
-            f"<div style='border-left:4px solid #d55e00;padding:4px 8px;font-size:13px;line-height:1.4'>"
+            f"<div style='border-left:4px solid {STALE};padding:4px 8px;font-size:13px;line-height:1.4'>"
             f"<div style='font-family:{mono};white-space:pre-wrap'><b>{html.escape(self.exception_type)}</b>: "
             f"{_marked_message(self.message, self.parts)}</div>{explained}{why}{picture}</div>"
         )
@@ -182,7 +189,9 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
                 graph, hazards = before, before_hazards
             else:  # fn itself changed the graph (an in-place op, then backward): show it as it is now
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
-        figure = draw_graph(graph) if graph is not None else None
+        scene = graph_scene(graph) if graph is not None else None
+        parts = message_parts(message, hazards, scene) if version_error else ()
+        figure = _figure(_with_part_marks(scene, parts)) if scene is not None else None
         summary = f"{name}: {message}"
         if hazards:
             summary += " Why: " + " ".join(h.explanation for h in hazards)
@@ -192,17 +201,46 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
             summary += f" (no picture: the graph of graph_of cannot be read: {refused})"
         elif target is None and version_error:
             summary += " (pass graph_of=<the tensor you called backward on> to see its graph)"
-        parts = message_parts(message, hazards, figure.scene if figure is not None else None) if version_error else ()
         return ErrorReport(True, error, message, None, hazards, figure, summary, parts)
     summary = f"No error: {getattr(fn, '__name__', 'fn')} ran without raising and returned {_returned(result)}."
     return ErrorReport(False, None, None, result, [], None, summary)
+
+
+def _figure(scene: Scene):
+    """The picture drawn with matplotlib, with ``summary`` (its one line) and ``scene`` as ``draw_graph`` gives."""
+    figure = render_mpl.render(scene)
+    figure.summary = scene.title
+    figure.scene = scene
+    return figure
+
+
+def _with_part_marks(scene: Scene, parts) -> Scene:
+    """``scene`` with ① ② ③ left of what each part of the message names: ① the changed tensor's chip, ② the title
+    of the box that saved it, ③ the chip's versions (ids ``part:<kind>``); ``scene`` as it is when none is drawn."""
+    ids = scene.ids()
+    marks = []
+    for number, part in enumerate(parts):
+        stale = [i for i in ids if i.startswith(f"chip:{part.node_id}:") and ids[i].style == "graph-chip-stale"]
+        if part.node_id is None or not stale:  # no picture of it, or folded into a box of repeats
+            continue
+        chip = ids[stale[0]]
+        anchor = {
+            "tensor": ids[stale[0].replace("chip:", "chip-text:")],
+            "creator": ids[f"label:{part.node_id}"],
+            "versions": ids.get(f"warning:{part.node_id}", chip),
+        }[part.kind]
+        marks.append(Text(chip.x - 8, anchor.y, _CIRCLED[number], "error-part", f"part:{part.kind}", "end"))
+    if not marks:
+        return scene
+    styles = {**scene.styles, "error-part": _PART_MARK_STYLE}
+    return Scene(scene.width, scene.height, scene.items + tuple(marks), styles, scene.title)
 
 
 def _marked(part: MessagePart, number: int) -> str:
     """A part of the message, highlighted and numbered, with where it points as data attributes."""
     node = f" data-node='{part.node_id}'" if part.node_id is not None else ""
     return (
-        f"<mark data-part='{part.kind}'{node} style='{_PART_LOOKS[part.kind]};color:inherit;padding:0 1px;"
+        f"<mark data-part='{part.kind}'{node} style='{_PART_LOOK};color:inherit;padding:0 1px;"
         f"font-family:{', '.join(FAMILIES['mono'])}'>"
         f"{html.escape(part.text)}</mark><sup><b>{number}</b></sup>"
     )
@@ -235,7 +273,7 @@ def _box_words(hazard, scene) -> str:
     if label is None:  # folded into a box of repeats: that box lists it
         return f"the node {hazard.node}, inside a box of repeats in the picture"
     marked = " marked ⚠" if f"warning:{hazard.node_id}" in texts else ""
-    return f"the box {label}{marked} in the picture"
+    return f"the box #{hazard.node_id} {label}{marked} in the picture"
 
 
 def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ...]:
