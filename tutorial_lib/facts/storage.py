@@ -367,10 +367,13 @@ def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
     if tensor.is_nested:
         raise ValueError("t is a nested tensor: its parts have no single shape and stride")
     shape, stride = tuple(tensor.shape), tuple(tensor.stride())
-    offset = tensor.storage_offset()
-    numel = tensor.numel()
+    return _over(tensor, shape, stride, tensor.storage_offset(), max_elements, tensor.is_contiguous())
+
+
+def _over(tensor, shape: tuple, stride: tuple, offset: int, max_elements: int, contiguous: bool) -> Layout:
+    """The ``Layout`` of ``shape``/``stride``/``offset`` over ``tensor``'s storage and dtype."""
+    numel = math.prod(shape)
     listed = min(numel, max_elements)
-    indices = row_major_indices(shape, stride, offset, 0, listed)
     itemsize = tensor.element_size()
     nbytes = tensor.untyped_storage().nbytes()
     return Layout(
@@ -383,8 +386,8 @@ def layout(t, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Layout:
         numel=numel,
         storage_numel=nbytes // itemsize,
         storage_nbytes=nbytes,
-        is_contiguous=tensor.is_contiguous(),
-        element_indices=indices,
+        is_contiguous=contiguous,
+        element_indices=row_major_indices(shape, stride, offset, 0, listed),
         indices_truncated=listed < numel,
     )
 
@@ -430,24 +433,7 @@ def planned_layout(t, shape, stride, storage_offset: int, max_elements: int = DE
     if len(shape) != len(stride):
         raise ValueError(f"shape and stride must have one entry per dimension, got {len(shape)} and {len(stride)}")
     offset = require_int(storage_offset, "storage_offset", 0)
-    numel = math.prod(shape)
-    listed = min(numel, max_elements)
-    itemsize = tensor.element_size()
-    nbytes = tensor.untyped_storage().nbytes()
-    return Layout(
-        shape=shape,
-        stride=stride,
-        storage_offset=offset,
-        dtype=tensor.dtype,
-        itemsize=itemsize,
-        device=str(tensor.device),
-        numel=numel,
-        storage_numel=nbytes // itemsize,
-        storage_nbytes=nbytes,
-        is_contiguous=_is_contiguous(shape, stride),
-        element_indices=row_major_indices(shape, stride, offset, 0, listed),
-        indices_truncated=listed < numel,
-    )
+    return _over(tensor, shape, stride, offset, max_elements, _is_contiguous(shape, stride))
 
 
 def _format_value(value) -> str:
