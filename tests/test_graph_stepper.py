@@ -19,7 +19,7 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
-from tutorial_lib import inplace_hazards  # noqa: E402
+from tutorial_lib import autograd_graph, inplace_hazards  # noqa: E402
 from tutorial_lib.explorers.graph_stepper import HIGHLIGHT, TABLE_HEIGHT, GraphStepper, step_change  # noqa: E402
 from tutorial_lib.pictures.render_svg import svg  # noqa: E402
 from tutorial_lib.pictures.scene import escape  # noqa: E402
@@ -366,3 +366,14 @@ def test_the_picture_marks_what_the_step_added_and_made_stale_by_node_id():
     assert texts[f"edit-label:{node_id}:0"] == "mul_ → v1"
     assert texts[f"node-id:{node_id}"] == f"#{node_id}"  # the table's "#<id> ExpBackward0" points at this box
     assert f"#{node_id} ExpBackward0" in stepper.table_html()
+
+
+def test_the_node_a_step_adds_is_the_new_one_on_top_not_an_older_one_alike():
+    # y = y * 2 three times: each step adds a MulBackward0 on top; the older ones sit deeper in the graph.
+    x = torch.tensor([0.1, 0.2], requires_grad=True)
+    y1 = x * 2
+    y2 = y1 * 2
+    change = step_change(autograd_graph(y1), autograd_graph(y2))
+    top = autograd_graph(y2).nodes[1]
+    assert top.name == "MulBackward0" and change.added == frozenset({top.id})
+    assert change.note == "+ MulBackward0"

@@ -74,9 +74,9 @@ def _names(names) -> str:
 def step_change(before: Graph | None, after: Graph | None) -> StepChange:
     """What changed from the graph shown before a step to the one shown after it.
 
-    Nodes are matched by what they are (kind, name, label, shape, saved attributes), in graph order; an
-    ``after`` node with no match is added. A matched node's saved tensor that is stale (or freed) after
-    and was not before was made stale (freed) by the step.
+    Nodes are matched by what they are (kind, name, label, shape, saved attributes), from the leaves up (of two
+    alike nodes the deeper is the older); an ``after`` node with no match is added. A matched node's saved
+    tensor that is stale (or freed) after and was not before was made stale (freed) by the step.
 
     Args:
         before, after: ``Graph`` snapshots (None when no tensor was shown).
@@ -92,14 +92,20 @@ def step_change(before: Graph | None, after: Graph | None) -> StepChange:
     earlier = defaultdict(list)
     for node in () if before is None else before.nodes:
         earlier[_node_key(node)].append(node)
+    # A step adds nodes on top of the graph it had (nearer the output), so nodes are matched from the leaves up:
+    # of two alike nodes, the deeper one is the older.
+    previous_of = {}
+    for node in reversed(after.nodes):
+        matches = earlier[_node_key(node)]
+        previous_of[node.id] = matches.pop() if matches else None
     added, made_stale, freed = [], [], []
     for node in after.nodes:
-        matches = earlier[_node_key(node)]
-        if not matches:
+        match = previous_of[node.id]
+        if match is None:
             if node.kind != "output":  # the tensor shown is not news: which one it is, the step's line says
                 added.append(node)
             continue
-        previous = {s.attribute: s for s in matches.pop(0).saved}
+        previous = {s.attribute: s for s in match.saved}
         for saved in node.saved:
             was = previous[saved.attribute]
             if saved.stale and not was.stale:
