@@ -192,7 +192,7 @@ def test_contiguous_button_fills_in_torchs_strides():
 def test_dtype_changes_itemsize_and_byte_addresses():
     explorer = stride_explorer()
     explorer.dtype.value = "int16"
-    assert explorer.storage.dtype == torch.int16 and explorer.storage.tolist() == list(range(12))
+    assert explorer.storage.dtype == torch.int16 and explorer.storage.tolist() == list(range(100, 112))
     assert explorer.layout_model.itemsize == 2
     assert [b for *_, b in explorer.addresses] == [2 * k for k in range(12)]
     assert explorer.summary.startswith("storage of 12 int16 (24 bytes)")
@@ -287,7 +287,7 @@ EXPECTED = {
     "x[:, 1]": "view",
     "x[[0, 2]]": "copy",
     "x.index_select(0, torch.tensor([0, 2]))": "copy",
-    "x.masked_select(x > 5)": "copy",
+    "x.masked_select(x > 105)": "copy",
     "x.gather(1, torch.tensor([[0], [1], [2]]))": "copy",
     "x.flip(0)": "copy",
     "x.reshape(-1)": "view",
@@ -419,7 +419,7 @@ def test_in_place_result_shows_the_changed_values():
     explorer = view_copy_explorer()
     explorer.operation.value = "x.add_(1)"
     storage = explorer.picture.row_cells("storage")
-    assert [c.text for c in storage] == [str(k + 1) for k in range(12)]
+    assert [c.text for c in storage] == [str(k + 101) for k in range(12)]
     assert "shares memory with x" in explorer.summary
 
 
@@ -482,7 +482,7 @@ def test_hovering_a_grid_element_outlines_the_cell_it_reads_and_back():
     ids = explorer.scene.ids()
     for position in range(12):
         i, j = divmod(position, 3)
-        index = truth[i, j].item()  # arange storage: the value is the storage index
+        index = truth[i, j].item() - 100  # the storage holds 100, 101, ...: its value minus 100 is its index
         element, cell, row_cell = f"elem:t:{position}", f"cell:0:storage:{index:g}", f"cell:0:t:{index:g}"
         assert {(element, cell), (cell, element), (element, row_cell), (row_cell, element)} <= pairs
         assert element in ids and cell in ids and row_cell in ids  # every linked id is drawn

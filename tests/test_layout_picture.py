@@ -293,7 +293,7 @@ def test_a_hundred_million_elements_draw_only_windows_with_gap_markers():
     assert all(MAX_LISTED <= c.index < 10**8 - 1024 for c in unknown)
     assert {fig.scene.ids()[f"cell:0:x:{c.index}"].style for c in unknown} == {"unknown"}
     assert "cells marked ? were not checked" in fig.summary
-    assert "cells 0–15 and 49,999,996–50,000,013 and 99,999,984–99,999,999 shown" in fig.summary
+    assert "cells 0–4 and 49,999,999–50,000,010 and 99,999,995–99,999,999 shown" in fig.summary
     step = next(s for s in picture.steps if s.row == "every 1000th")
     assert not step.shown
     assert texts(fig)["steptext:0:every 1000th:0"] == "dim 0: stride 1000 = jump 1,000 cells (target not shown)"
@@ -544,6 +544,32 @@ def test_every_views_first_cells_are_drawn_on_a_big_storage():
         cell = next(c for c in picture.row_cells(name) if c.index == first)
         assert cell.state == "read" and cell.positions[0] == 0  # never in the "not shown" gap
     assert len(picture.row_cells("storage")) <= 64
+
+
+def test_a_big_storage_with_three_views_stays_narrow_and_keeps_what_matters():
+    x = torch.arange(10_000.0)
+    views = {"x": x, "x[5000:5010]": x[5000:5010], "x[::1000]": x[::1000]}
+    fig = draw_layout(*views.values(), names=list(views))
+    picture, scene = fig.layout_picture, fig.scene
+    assert scene.width <= 14 * 72  # at most 1,400 px at 100 dpi (it was about 2,000)
+    assert fig.get_size_inches()[0] * 100 <= 1400
+    # Each view's first cells, both ends of the storage, and each gap with its count of hidden cells.
+    for name, view in views.items():
+        first = view.storage_offset()
+        assert [c.state for c in picture.row_cells(name) if first <= c.index < first + 3][:1] == ["read"]
+    assert {0, 9_999} <= {c.index for c in picture.row_cells("storage")}
+    gap_texts = [text for ident, text in texts(fig).items() if ident.startswith("gaptext")]
+    assert len(gap_texts) == 2
+    assert sum(int(t.split()[1].replace(",", "")) for t in gap_texts) == picture.strips[0].hidden_cells()
+    assert len(picture.row_cells("storage")) + picture.strips[0].hidden_cells() == 10_000
+    # Three grids are too wide for one line: the third starts a line of its own, under the first.
+    items = scene.ids()
+    first_title, third_title = items["gridtitle:x"], items["gridtitle:x[::1000]"]
+    assert third_title.x == first_title.x and third_title.y > items["elem:x:0"].y
+    assert max(item.y for k, item in items.items() if k.startswith("elem:")) < items["cell:0:storage:0"].y
+    # A bigger max_cells still draws more of the storage.
+    wider = layout_picture(*views.values(), names=list(views), max_cells=256)
+    assert len(wider.row_cells("storage")) > len(picture.row_cells("storage"))
 
 
 def test_a_byte_ruler_under_the_strip_widens_with_the_dtype():

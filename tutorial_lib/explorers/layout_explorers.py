@@ -68,7 +68,7 @@ OPERATIONS = (
     "x[1:, ::2]",
     "x[[0, 2]]",
     "x.index_select(0, torch.tensor([0, 2]))",
-    "x.masked_select(x > 5)",
+    "x.masked_select(x > 105)",
     "x.gather(1, torch.tensor([[0], [1], [2]]))",
     "x.flip(0)",
     "x.reshape(-1)",
@@ -230,7 +230,8 @@ class StrideExplorer(Explorer):
     the picture.
 
     Args:
-        storage_size: elements in the storage, ``torch.arange(storage_size)`` cast to ``dtype`` (1 to 4096).
+        storage_size: elements in the storage, ``torch.arange(100, 100 + storage_size)`` cast to ``dtype`` (1 to
+            4096): values that differ from the storage indices.
         dtype: the storage's initial dtype (one of ``DTYPES``).
         max_cells: the most storage cells the picture draws.
 
@@ -297,7 +298,7 @@ class StrideExplorer(Explorer):
 
     def _build_storage(self) -> None:
         # arange then cast: small integer dtypes wrap around instead of failing for big storages.
-        self.storage = torch.arange(self.storage_size).to(DTYPES[self.dtype.value])
+        self.storage = torch.arange(100, 100 + self.storage_size).to(DTYPES[self.dtype.value])
 
     def _dtype_changed(self, change) -> None:
         self._build_storage()
@@ -608,7 +609,7 @@ class ViewCopyExplorer(Explorer):
     the result), and beside them ``compare_verdict`` and ``compare_view`` for the compared operation.
 
     Args:
-        x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
+        x: the tensor to operate on (default ``torch.arange(100.0, 112.0).reshape(3, 4)``); never modified.
         operations: expressions in ``x`` for the dropdowns (default ``OPERATIONS``).
         max_cells: the most storage cells each picture draws.
 
@@ -622,7 +623,7 @@ class ViewCopyExplorer(Explorer):
 
     def __init__(self, x=None, operations=None, max_cells: int = 64):
         if x is None:
-            x = torch.arange(12.0).reshape(3, 4)
+            x = torch.arange(100.0, 112.0).reshape(3, 4)
         self.x = require_tensor(x, "x", allow_meta=False)
         if operations is None:
             operations = OPERATIONS
@@ -720,7 +721,7 @@ class ViewCopyExplorer(Explorer):
 
 
 def stride_explorer(storage_size: int = 12, dtype=torch.float32) -> StrideExplorer:
-    """An explorer of shape, stride, offset and dtype over a fixed ``torch.arange(storage_size)`` storage.
+    """An explorer of shape, stride, offset and dtype over a fixed ``torch.arange(100, 100 + storage_size)`` storage.
 
     Args:
         storage_size: how many elements the storage holds (1 to 4096).
@@ -740,7 +741,7 @@ def view_copy_explorer(x=None, operations=None) -> ViewCopyExplorer:
     """An explorer of which operations on ``x`` make views, which copy, and what they allocate.
 
     Args:
-        x: the tensor to operate on (default ``torch.arange(12.).reshape(3, 4)``); never modified.
+        x: the tensor to operate on (default ``torch.arange(100.0, 112.0).reshape(3, 4)``); never modified.
         operations: expressions in ``x`` for the dropdowns (default ``OPERATIONS``).
 
     Returns:

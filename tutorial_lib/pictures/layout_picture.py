@@ -37,6 +37,7 @@ MIN_CELLS = 8  # the fewest cells max_cells may ask for: a start, an end and an 
 MAX_CELLS = 512  # larger max_cells are capped here (the summary says so): each cell costs time and 0.34 inch
 GAP_UNITS = 4  # width of a "… N cells not shown …" marker, in cells
 MAX_WINDOWS = 4  # windows around the tensors' ends onto one big storage (each row's start always gets one)
+WINDOWED_SHARE = 2  # a storage too long to draw whole: its windows and gap markers take 1/2 of max_cells' width
 GRID_ROWS = 6  # a grid block draws at most this many rows (the first ones, "⋮", the last) ...
 GRID_COLUMNS = 8  # ... and columns (the first ones, "…", the last; twice as many for 1-D)
 NESTED_CAP = 4  # rows and columns of each block above 2-D
@@ -253,31 +254,52 @@ def _align_up(value: int, step: int) -> int:
 
 
 def _pieces(members: list[_Member], total: int, budget: int, align: int, unit: int) -> tuple[tuple[str, int, int], ...]:
-    """A storage's bytes as drawn ``cells`` windows (all of it if it fits, else around the rows' reach) and ``gap``s."""
+    """A storage's bytes as drawn ``cells`` windows (all of it if it fits, else around the rows' reach) and ``gap``s.
+
+    A storage longer than ``budget`` is drawn as windows that, with their gap markers, are at most half as wide
+    (``WINDOWED_SHARE``), so a big storage's picture stays narrow; only more row starts than fit widen it.
+    """
     extents = [m.layout.byte_range for m in members if m.layout.numel]
     low, high = min((e[0] for e in extents), default=0), max((e[1] for e in extents), default=0)
     if total <= budget or not extents:
-        spans = [(0, min(total, budget))]
-    elif high - low <= budget:
-        start = _align_down(low - (budget - (high - low)) // 2, align)
-        start = max(0, min(start, _align_down(total - budget, align)))
-        spans = [(start, min(start + budget, total))]
-    else:
-        # Too wide: show where each row's reads start (every row's first cells are always drawn), then where
-        # the reads end, the overall end first.
-        anchors = [("start", start) for start, _ in extents] + [("end", high)] + [("end", stop) for _, stop in extents]
-        unique = list(dict.fromkeys(anchors))
-        starts = sum(kind == "start" for kind, _ in unique)
-        # As many windows as each still show 4 cells (at least one), at least one per row start if they fit.
-        most = max(MAX_WINDOWS, starts)
-        count = next((n for n in range(min(len(unique), most), 1, -1) if budget // n >= 4 * align), 1)
-        width = max(_align_down(budget // count, align), align)
+        return _joined([(0, min(total, budget))], total, unit)
+    marker = GAP_UNITS * unit  # a gap marker's width, in bytes of the narrowest cell
+    room = max(_align_down(budget // WINDOWED_SHARE, align), 2 * marker + 4 * align)
+    if high - low <= room - 2 * marker:
+        width = _align_down(room - 2 * marker, align)
+        start = _align_down(low - (width - (high - low)) // 2, align)
+        start = max(0, min(start, _align_down(total - width, align)))
+        return _joined([(start, min(start + width, total))], total, unit)
+    # Too wide: show where each row's reads start (every row's first cells are always drawn), then where
+    # the reads end, the overall end first.
+    anchors = [("start", start) for start, _ in extents] + [("end", high)] + [("end", stop) for _, stop in extents]
+    unique = list(dict.fromkeys(anchors))
+    starts = sum(kind == "start" for kind, _ in unique)
+    least = 4 * align  # a window's fewest bytes: 4 cells
+
+    def fits(count: int) -> bool:
+        """Whether ``count`` windows of 4 cells or more fit in the room, or (row starts only) in the budget."""
+        return (room - (count - 1) * marker) // count >= least or (count <= starts and budget // count >= least)
+
+    count = next((n for n in range(min(len(unique), max(MAX_WINDOWS, starts)), 1, -1) if fits(n)), 1)
+    width = max(_align_down((room - (count - 1) * marker) // count, align), least)
+    while True:
         context = min(_align_down(width // 4, align), 2 * align)
         spans = []
         for kind, at in unique[:count]:
             begin = _align_down(at, align) - context if kind == "start" else _align_up(at, align) + context - width
             begin = max(0, min(begin, _align_down(total - width, align)))
             spans.append((begin, min(begin + width, total)))
+        pieces = _joined(spans, total, unit)
+        # Markers before the first window or after the last may not fit: narrow the windows until they do.
+        excess = sum(stop - begin if kind == "cells" else marker for kind, begin, stop in pieces) - room
+        if excess <= 0 or width <= least:
+            return pieces
+        width = max(width - _align_up(-(-excess // count), align), least)
+
+
+def _joined(spans: list[tuple[int, int]], total: int, unit: int) -> tuple[tuple[str, int, int], ...]:
+    """Byte spans as ``cells`` pieces left to right, with ``gap`` pieces between them and up to ``total``."""
     pieces: list[tuple[str, int, int]] = []
     cursor = 0  # the end of the last window
     for begin, end in sorted(spans):
@@ -538,7 +560,8 @@ def layout_picture(
             setting torch refuses) is drawn with ghost cells where it would read past the end.
         names: one display name per tensor, e.g. ``["a", "a.t()"]``; default ``t0``, ``t1``, ...
         max_cells: draw at most this many of the narrowest cells per storage (at least 8; more than
-            ``MAX_CELLS`` = 512 is capped there, and the summary says so).
+            ``MAX_CELLS`` = 512 is capped there, and the summary says so). A longer storage is drawn as windows
+            around the rows' starts and ends that, with their "not shown" markers, are half as wide.
         show_values: write each storage cell's value in it (read from the first tensor's storage).
         values_from: a tensor whose storage gives the values of a strip of Layouts only (None: no such strip).
         copied: ``{name: (source name, indices)}``: the row ``name`` is a copy, its element at row-major position
@@ -705,6 +728,8 @@ MAX_ELEMENT_WIDTH = 2.5  # cells: an element widens to fit its storage index up 
 BLOCK_GAP = 0.6  # between blocks across
 LINE_GAP = 0.25  # between lines of blocks
 PANEL_GAP = 1.2  # between the grids of two tensors
+GRID_BAND = 40  # cells: grids wider than this together (and than their strip) wrap to a new line
+GRID_LINE_GAP = 0.5  # between lines of grids
 CELL_INSET = 0.04  # a row cell's inset on each side, so neighbours' borders stay apart
 GAP_INSET = 0.1  # a gap marker's inset on each side
 LOOP_REACH = 0.3  # a stride-0 loop spans this far either side of its cell's middle
@@ -1015,7 +1040,7 @@ def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
         for k, byte in enumerate(range(first, stop + 1, strip.itemsize)):
             x = _px(x_at(byte))
             items.append(Line(((x, _py(y)), (x, _py(y + RULER_TICK))), "ruler"))
-            if byte % (every * strip.itemsize) == 0 or k == 0:
+            if k == 0 or (byte % (every * strip.itemsize) == 0 and k >= every):  # none crowds the first
                 items.append(
                     Text(x, _py(y + RULER_TICK), f"{byte:,}", "ruler-text", f"ruler:{strip.index}:{byte}", "middle")
                 )
@@ -1059,15 +1084,20 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         y += TITLE_HEIGHT
         title_y = _py(y - TITLE_RAISE)
         heads.append(Text(_px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
-        # Each tensor's grid, side by side above the storage: the primary reading of the picture.
-        x, band = 0.0, 0.0
+        # Each tensor's grid above the storage (the primary reading of the picture): side by side, in lines no
+        # wider than the strip or GRID_BAND cells, so many views of a big storage do not widen the picture.
+        x, line_top, line_h, band_w = 0.0, y + GRID_GAP, 0.0, max(strip_width, GRID_BAND)
         for name in strip.rows:
-            if name in grids:
-                drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, y + GRID_GAP)
-                grid_items += drawn
-                x, band = x + grid_w + PANEL_GAP, max(band, grid_h)
-        width = max(width, x - PANEL_GAP)
-        y += GRID_GAP + band + GRID_GAP
+            if name not in grids:
+                continue
+            drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
+            if x > 0 and x + grid_w > band_w:
+                x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
+                drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
+            grid_items += drawn
+            width = max(width, x + grid_w)
+            x, line_h = x + grid_w + PANEL_GAP, max(line_h, grid_h)
+        y = line_top + line_h + GRID_GAP
         y += INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
         top = y
         y += CELL_HEIGHT
@@ -1150,7 +1180,8 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     storage share a strip, so sharing and non-overlap are visible; a tensor with its own storage gets
     a separate strip. Rows whose itemsizes differ (``view(torch.uint8)``) are drawn per byte so byte
     extents line up. A storage longer than ``max_cells`` cells is drawn as windows around the region
-    the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly.
+    the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly and stays
+    narrow (each tensor's first cells are always shown); grids too wide for one line wrap onto the next.
 
     Args:
         *tensors, names, max_cells, show_values: as ``layout_picture``.
