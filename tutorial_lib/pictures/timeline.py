@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..common.checks import describe, require_bool, require_int
 from ..common.text import op_name, plural
 from ..facts.memory import KINDS, MemoryReport, MiB, format_bytes
-from .palette import INK, MEMORY_KINDS, MUTED
+from .palette import FAINT, INK, MEMORY_KINDS, MUTED, PAPER, STORAGE
 from .render_mpl import render, require_axes
 from .render_svg import svg
 from .scene import Line, Polygon, Rect, Scene, Style, Text, escape, text_width
@@ -576,11 +576,11 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
 
 # ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver
 CUDA_STYLES = {
-    "cuda-tensors": Style(fill=KIND_FILLS["parameter"], edge="white", width=0.4, zorder=2),
+    "cuda-tensors": Style(fill=STORAGE, edge=INK, width=0.6, zorder=2),  # the tensors' bytes: storage grey
     "cuda-rounding": STYLES[f"band-{ROUNDING}"],
-    "cuda-cached": Style(fill="#f4f4f4", edge="#555555", width=0.6, zorder=2),
-    "cuda-driver": Style(fill="#bbbbbb", edge="#555555", width=0.6, zorder=2),
-    "cuda-unknown": Style(edge="#555555", width=0.8, dash=(3, 2), zorder=2),
+    "cuda-cached": Style(fill=PAPER, edge=MUTED, width=0.6, zorder=2),
+    "cuda-driver": Style(fill=FAINT, edge=MUTED, width=0.6, zorder=2),
+    "cuda-unknown": Style(edge=MUTED, width=0.8, dash=(3, 2), zorder=2),
     "title": STYLES["title"],
     "text": STYLES["text"],
     "row": Style(family="mono", size=FONT, zorder=5),
