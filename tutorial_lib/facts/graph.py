@@ -636,11 +636,12 @@ def _saved_of(fn, seen_frames: set | None = None, unseen: list | None = None) ->
     unseen = [] if unseen is None else unseen
     if name.endswith("CopySlices"):  # "torch::autograd::CopySlices"
         return _noting_failures(_call_with_meta_gradients(fn, "wrapped in-place op"), name, unseen)
-    if {"_raw_saved_tensors", "saved_tensors"} <= set(dir(fn)):
+    members = dir(fn)
+    if {"_raw_saved_tensors", "saved_tensors"} <= set(members):
         if name == "CheckpointFunctionBackward":  # checkpoint(use_reentrant=True)
             unseen.append(("checkpoint", name))
         return _saved_by_custom_function(fn)
-    attributes = [attr for attr in dir(fn) if attr.startswith("_raw_saved_")]
+    attributes = [attr for attr in members if attr.startswith("_raw_saved_")]
     if not attributes and type(fn).__name__ == "CppFunction":  # no Python accessors for its saved tensors
         short = name.rsplit("::", 1)[-1]
         if "::" not in name and "Backward" in name:  # a generated node (torch._foreach_*): call it

@@ -165,13 +165,21 @@ def _crossings(orders: list[list[int]], pos: list[int], down: list[list[int]]) -
 
 def _isotonic(targets: list[float], weights: list[float]) -> list[float]:
     """The non-decreasing sequence closest to ``targets`` in weighted least squares (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [weight, weighted sum, count]
+    if all(a <= b for a, b in zip(targets, targets[1:])):
+        return [w * t / w for t, w in zip(targets, weights)]  # in order: nothing to pool (same rounding as below)
+    block_weight: list[float] = []
+    block_sum: list[float] = []
+    block_count: list[int] = []
     for t, w in zip(targets, weights):
-        blocks.append([w, w * t, 1])
-        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][0] > blocks[-1][1] / blocks[-1][0]:
-            last = blocks.pop()
-            blocks[-1] = [a + b for a, b in zip(blocks[-1], last)]
-    return [s / w for w, s, c in blocks for _ in range(c)]
+        block_weight.append(w)
+        block_sum.append(w * t)
+        block_count.append(1)
+        while len(block_sum) > 1 and block_sum[-2] / block_weight[-2] > block_sum[-1] / block_weight[-1]:
+            weight, total, count = block_weight.pop(), block_sum.pop(), block_count.pop()
+            block_weight[-1] += weight
+            block_sum[-1] += total
+            block_count[-1] += count
+    return [s / w for w, s, c in zip(block_weight, block_sum, block_count) for _ in range(c)]
 
 
 def _add_dummies(layer_of: list[int], dag: list[tuple[int, int]]):
@@ -246,28 +254,37 @@ def _x_positions(orders: list[list[int]], up, down, width: list[float], n: int) 
         for v, o in zip(members, offs):
             x[v] = o - offs[-1] / 2
 
-    def place(layer: int, sources, straight: bool = False) -> None:
+    # Whom each node moves towards in each kind of sweep (a dummy always follows both its ends), and its weight:
+    # dummies weigh more (long edges run straight), but not against a chain of boxes being straightened.
+    both = [up[v] + down[v] for v in range(len(x))]
+    towards_up = [up[v] if v < n else both[v] for v in range(len(x))]
+    towards_down = [down[v] if v < n else both[v] for v in range(len(x))]
+    straight = [up[v] if v < n and len(up[v]) == 1 and up[v][0] < n else both[v] for v in range(len(x))]
+    weight = [1.0 if v < n else 2.0 for v in range(len(x))]
+    weight_straight = [1.0 if v < n else 0.1 for v in range(len(x))]
+
+    def place(layer: int, towards: list, weights: list) -> None:
+        members, offs = orders[layer], offsets[layer]
         targets = []
-        for v, o in zip(orders[layer], offsets[layer]):
-            ns = [u for s in sources for u in s[v]] if v < n else up[v] + down[v]
-            if straight and v < n and len(up[v]) == 1 and up[v][0] < n:
-                ns = up[v]  # a node with one parent hangs right under it: chains run straight down
+        for v, o in zip(members, offs):
+            ns = towards[v]
             targets.append((sum(x[u] for u in ns) / len(ns) if ns else x[v]) - o)
-        # Dummies weigh more (long edges run straight), but not against a chain of boxes being straightened.
-        weights = [1.0 if v < n else 0.1 if straight else 2.0 for v in orders[layer]]
-        for v, o, y in zip(orders[layer], offsets[layer], _isotonic(targets, weights)):
+        if len(members) == 1:  # nothing to keep apart
+            x[members[0]] = targets[0] + offs[0]
+            return
+        for v, o, y in zip(members, offs, _isotonic(targets, [weights[v] for v in members])):
             x[v] = y + o
 
     for _ in range(4):
         for layer in range(1, len(orders)):
-            place(layer, (up,))
+            place(layer, towards_up, weight)
         for layer in range(len(orders) - 2, -1, -1):
-            place(layer, (down,))
+            place(layer, towards_down, weight)
     for _ in range(2):
         for layer in range(len(orders)):
-            place(layer, (up, down))
+            place(layer, both, weight)
     for layer in range(1, len(orders)):
-        place(layer, (up, down), straight=True)
+        place(layer, straight, weight_straight)
     left = min((x[v] - width[v] / 2 for v in range(len(x))), default=0.0)
     return [value - left for value in x]
 
