@@ -101,6 +101,7 @@ KINDS = {
 
 _RANGE_ENTER = "profiler::_record_function_enter_new"
 _RANGE_EXIT = "profiler::_record_function_exit"
+_RANGE_OPS = (_RANGE_ENTER, _RANGE_EXIT)
 _OPTIMIZER_RANGES = ("Optimizer.step#", "Optimizer.zero_grad#")
 
 
@@ -189,6 +190,12 @@ class _Phases:
         self._open: list[tuple[int, str]] = []  # (the hash of the range's handle, its name), outermost first
         self.of_ops: list[tuple[str | None, bool, bool]] = []  # per op: phase, in backward, in optimizer.step
         self.parameters: dict[int, weakref.ref] = {}  # id -> the nn.Parameters the block's ops used
+
+    def run_range(self, func, args, kwargs):
+        """Runs a ``record_function`` open or close op (one of ``_RANGE_OPS``) and follows it; returns its result."""
+        result = func(*args, **kwargs)
+        self.follow_range(func._schema.name, args, result)
+        return result
 
     def follow_range(self, name: str, args, result) -> None:
         """Opens or closes a range: ``name`` is ``_RANGE_ENTER`` (``result``: its handle) or ``_RANGE_EXIT``."""
@@ -388,10 +395,8 @@ class _StorageTracker(WatcherMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
-        if name in (_RANGE_ENTER, _RANGE_EXIT):
-            result = func(*args, **kwargs)
-            self.phases.follow_range(name, args, result)
-            return result
+        if name in _RANGE_OPS:
+            return self.phases.run_range(func, args, kwargs)
         inputs = [t for t in tensors_in((args, kwargs)) if self._on_device(t)]
         self.phases.note_op(inputs)
         if name not in FRESH_LITERAL_OPS:  # a literal's storage is from inside the block: watched below
@@ -478,10 +483,8 @@ class _CpuOpNamer(WatcherMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
-        if name in (_RANGE_ENTER, _RANGE_EXIT):
-            result = func(*args, **kwargs)
-            self.phases.follow_range(name, args, result)
-            return result
+        if name in _RANGE_OPS:
+            return self.phases.run_range(func, args, kwargs)
         storages = _cpu_storages(args, kwargs)
         for storage in storages:
             self._watch(storage)
