@@ -377,3 +377,13 @@ def test_the_cuda_view_says_where_its_figures_come_from():
         tl.draw_cuda_memory(4, 512, 2**21, source="")
     with pytest.raises(TypeError, match="^ax must be"):
         tl.draw_cuda_memory(4, 512, 2**21, source=RULES, ax=1)
+
+
+def test_a_block_that_allocates_nothing_draws_and_says_so():
+    x = torch.arange(6.0)
+    for make in (lambda: None, lambda: torch.empty(0), lambda: x.view(2, 3)):
+        with tl.measure_memory() as report:
+            make()
+        fig = tl.draw_memory_timeline(report)
+        assert "peak 0 B" in fig.summary and "leaves 0 B allocated" in fig.summary
+        assert "nothing allocated" in [text for _, text in fig.scene.texts()]

@@ -496,7 +496,8 @@ def _plan(reports, labels, show_ops: bool) -> tuple[Scene, dict]:
     layers = [layer for layer in LAYER_NAMES if any(b.layer == layer for above, below in bands for b in above + below)]
     hovers: dict[str, str] = {}
     items, y = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
-    texts_right = max(item.x + text_width(item.text, "sans", FONT) for item in items if isinstance(item, Text))
+    texts = [item.x + text_width(item.text, "sans", FONT) for item in items if isinstance(item, Text)]
+    texts_right = max(texts, default=0.0)  # no legend when nothing was allocated
     width = max(width, texts_right) + RIGHT
     for index, report in enumerate(reports):
         prefix = f"run{index}"
