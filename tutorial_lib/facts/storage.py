@@ -118,7 +118,7 @@ def same_storage(a, b) -> bool:
     storage_a, storage_b = tensor_a.untyped_storage(), tensor_b.untyped_storage()
     if storage_a._cdata == storage_b._cdata:
         return True
-    # Storages of zero bytes all report address 0 (and meta storages have none): only identity counts.
+    # Zero-byte storages torch allocated all report address 0 (and meta storages have none): only identity counts.
     pointer_a, pointer_b = storage_a.data_ptr(), storage_b.data_ptr()
     return pointer_a != 0 and pointer_a == pointer_b
 
