@@ -635,3 +635,13 @@ def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
     ]:
         with pytest.raises(error, match="copied"):
             layout_picture(matrix, picked, names=["x", "x[[0, 2]]"], copied=copied)
+
+
+def test_lazy_conj_and_neg_views_say_they_read_values_conjugated_or_negated():
+    c = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    fig = draw_layout(c, c.conj(), c.conj().imag, names=["c", "c.conj()", "imag"])
+    rows = {row.name: row.label for row in fig.layout_picture.rows}
+    assert "conjugated: the lazy conj bit" in rows["c.conj()"] and "lazy" not in rows["c"]
+    assert c.conj().imag.is_neg() and "negated: the lazy neg bit" in rows["imag"]
+    assert "c.conj(): shape (2,) stride (1,) offset 0 (reads each stored value conjugated" in fig.summary
+    assert "lazy" not in draw_layout(c.conj().resolve_conj()).summary  # resolved: a copy with plain values

@@ -497,6 +497,22 @@ def _relation(member: _Member, first: _Member) -> str | None:
     return f"{common:,} of them also read by {name}"
 
 
+def _lazy_bits(tensor) -> str:
+    """What a lazy conj or neg view does to the values it reads ('' for other tensors and for Layouts)."""
+    if tensor is None:
+        return ""
+    bits = [
+        (what, bit)
+        for flag, what, bit in ((tensor.is_conj(), "conjugated", "conj"), (tensor.is_neg(), "negated", "neg"))
+        if flag
+    ]
+    if not bits:
+        return ""
+    return (
+        f"reads each stored value {' and '.join(w for w, _ in bits)}: the lazy {' and '.join(b for _, b in bits)} bit"
+    )
+
+
 def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     """A row's label (drawn above it) and its part of the summary; ``first`` is its strip's first row."""
     lay = member.layout
@@ -506,6 +522,10 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
         f"{member.name}: shape {shape}  stride {stride}  offset {offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
     )
     head = f"{member.name}: shape {shape} stride {stride} offset {offset}"
+    lazy = _lazy_bits(member.tensor)
+    if lazy:
+        label += f"  ·  {lazy}"
+        head += f" ({lazy})"
     if lay.dtype != first.layout.dtype:
         head += f" as {dtype_name(lay.dtype)} ({plural(lay.itemsize, 'byte')} each)"
     relation = _relation(member, first) if member is not first else None
