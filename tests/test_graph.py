@@ -1128,3 +1128,17 @@ def test_a_stale_saved_tensor_names_the_write_that_changed_it():
     d[0].mul_(2)
     through_view = _saved(autograd_graph(d.sum(), names={"d": d}), "ExpBackward0", "result")
     assert through_view.edited_by_name.endswith("CopySlices")  # as the graph names that node
+
+
+@pytest.mark.parametrize("pieces", [lambda x: x.split(2), lambda x: x.unbind(), lambda x: x.chunk(2)])
+def test_a_stale_saved_piece_of_a_multi_output_view_is_named_as_unchecked(pieces):
+    x = torch.randn(4, requires_grad=True) * 1
+    p = pieces(x)[0]
+    y = p.sin() + 1
+    x.add_(1)  # the base moves on; torch then refuses the saved piece with its own error
+    found = inplace_hazards(y)
+    with pytest.raises(RuntimeError, match="is a view and its base"):
+        y.sum().backward()
+    assert list(found) == [] and any("SinBackward0's self" in text for text in found.unseen)
+    fresh = torch.randn(4, requires_grad=True) * 1
+    assert inplace_hazards(pieces(fresh)[0].sin()).unseen == ()  # untouched base: nothing to name

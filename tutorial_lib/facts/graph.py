@@ -321,6 +321,10 @@ def _shape_dtype_from(message: str, shape, dtype):
     return shape, dtype
 
 
+#: What autograd says when it refuses a saved piece of a multi-output view whose base changed in place.
+_MULTI_OUTPUT_VIEW = "is a view and its base or another view of its base has been modified inplace"
+
+
 def _from_error(error: BaseException, attribute: str, is_output: bool, shape, dtype, node_name: str) -> SavedTensor:
     """What autograd's refusal to unpack says about one saved tensor (or the first stale one it met)."""
     message = str(error)
@@ -1172,4 +1176,20 @@ def inplace_hazards(t) -> HazardList:
         from .inplace_watch import attach_source_lines  # only does something when watch_inplace was on
 
         hazards = attach_source_lines(tensor, hazards)
-    return HazardList(hazards, graph.unseen)
+    # A saved piece of a multi-output view (split, unbind, chunk) whose base changed in place: autograd refuses
+    # to unpack it with its own error and keeps no version to compare, so it is named as unchecked, not guessed.
+    pieces = _first_names(
+        f"{node.name}'s {saved.attribute}"
+        for node in graph.nodes
+        for saved in node.saved
+        if _MULTI_OUTPUT_VIEW in saved.note
+    )
+    refused = (
+        (
+            f"backward would raise torch's 'is a view and its base ... has been modified inplace' for {pieces}: a "
+            "saved piece of split/unbind/chunk whose base changed in place (no saved version to compare)",
+        )
+        if pieces
+        else ()
+    )
+    return HazardList(hazards, graph.unseen + refused)
