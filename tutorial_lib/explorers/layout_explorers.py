@@ -366,7 +366,8 @@ class StrideExplorer(Explorer):
             tensor = torch.as_strided(self.storage, shape, stride, offset)
         except (RuntimeError, TypeError, ValueError, OverflowError) as error:
             past_end = None
-            if "out of bounds" in str(error):
+            drawable = min((*shape, *stride, offset), default=0) >= 0  # a negative size has no picture to draw
+            if "out of bounds" in str(error) and drawable:
                 lay = planned_layout(self.storage, shape, stride, offset)
                 past_end = layout_picture(lay, names=["t"], max_cells=self.max_cells, values_from=self.storage)
             self._invalid(_explain_refusal(error, self.storage_size, dtype_name), _first_line(error), past_end)
