@@ -8,14 +8,17 @@ For maintainers changing how pictures are built (not what they show): run it bef
 
 It runs the code cells of notebooks 00-06 in this process (chapter 7 starts processes and is left out) with
 ``tl.draw_layout``, ``tl.draw_graph``, ``tl.show_error`` and ``tl.draw_memory_timeline`` wrapped, and records for
-each picture its text summary and the (id, text) of every text its scene draws; the live explorers are recorded
-after each cell. The comparison prints what differs and exits 1 when anything does.
+each picture its text summary, the (id, text) of every text its scene draws and a digest of the whole scene
+(every item's place, size, style and id, and the style sheet, floats rounded to 3 decimals); the live explorers
+are recorded after each cell. The comparison prints what differs and exits 1 when anything does.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -28,6 +31,27 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _texts(scene) -> list[list[str]]:
     return sorted([ident, text] for ident, text in scene.texts()) if scene is not None else []
+
+
+def _rounded(value):
+    """``value`` with every float rounded to 3 decimals (a refactoring may reorder arithmetic), tuples as lists."""
+    if isinstance(value, float):
+        return round(value, 3) + 0.0  # + 0.0: -0.0 and 0.0 print alike
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _rounded(v) for k, v in sorted(value.items())}
+    if dataclasses.is_dataclass(value):
+        return [type(value).__name__, *(_rounded(getattr(value, f.name)) for f in dataclasses.fields(value))]
+    return value
+
+
+def _geometry(scene) -> str:
+    """A digest of everything the scene draws: size, every item (kind, place, style, id, text) and its styles."""
+    if scene is None:
+        return ""
+    whole = [scene.width, scene.height, scene.title, scene.items, scene.styles]
+    return hashlib.sha256(json.dumps(_rounded(whole), ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 def dump(notebooks: list[Path]) -> list[dict]:
@@ -45,7 +69,9 @@ def dump(notebooks: list[Path]) -> list[dict]:
     where = {"nb": "", "cell": 0}
 
     def record(kind: str, summary: str, scene) -> None:
-        records.append({**where, "kind": kind, "summary": summary, "texts": _texts(scene)})
+        records.append(
+            {**where, "kind": kind, "summary": summary, "texts": _texts(scene), "geometry": _geometry(scene)}
+        )
 
     originals = {
         name: getattr(tl, name) for name in ("draw_layout", "draw_graph", "show_error", "draw_memory_timeline")
@@ -106,6 +132,8 @@ def compare(before: list[dict], after: list[dict]) -> list[str]:
             gone = [t for t in old["texts"] if t not in new["texts"]][:3]
             added = [t for t in new["texts"] if t not in old["texts"]][:3]
             problems.append(f"{where}: texts differ, e.g. gone {gone}, new {added}")
+        elif old.get("geometry", "") != new.get("geometry", ""):
+            problems.append(f"{where}: same texts, but a place, size, style or id differs")
     return problems
 
 

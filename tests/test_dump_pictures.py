@@ -43,3 +43,21 @@ def test_compare_names_each_difference_and_nothing_when_equal():
     assert compare([picture], []) == ["1 pictures before, 0 after"]
     (moved,) = compare([picture], [{**picture, "cell": 6}])
     assert "now notebook 01 cell 6" in moved
+
+
+def test_geometry_digest_sees_a_moved_item_but_not_float_noise():
+    module = load_module()
+    from tutorial_lib.pictures.scene import Rect, Scene, Style, Text
+
+    def scene(x: float) -> Scene:
+        items = (Rect(x, 0.0, 10.0, 10.0, "box", "cell:0"), Text(1.0, 1.0, "a", "label", "legend"))
+        return Scene(40.0, 20.0, items, {"box": Style(fill="#eeeeee"), "label": Style()}, "one cell")
+
+    base = module._geometry(scene(2.0))
+    assert module._geometry(scene(2.0 + 1e-9)) == base  # the same picture, arithmetic done in another order
+    assert module._geometry(scene(2.5)) != base  # a rectangle moved half a point
+    restyled = Scene(40.0, 20.0, scene(2.0).items, {"box": Style(fill="#ffffff"), "label": Style()}, "one cell")
+    assert module._geometry(restyled) != base
+    picture = {"nb": "01", "cell": 5, "kind": "layout", "summary": "s", "texts": [], "geometry": base}
+    (moved,) = module.compare([picture], [{**picture, "geometry": module._geometry(scene(2.5))}])
+    assert "same texts, but a place, size, style or id differs" in moved
