@@ -157,3 +157,27 @@ def test_the_notebooks_stub_is_not_attempted(exercise_id, stub):
 @pytest.mark.parametrize("exercise_id", FUNCTION_EXERCISES)
 def test_a_function_that_only_has_a_docstring_or_pass_is_not_attempted(exercise_id, stub):
     assert tl.check(exercise_id, stub).status == "not attempted"
+
+
+def test_exercises_answered_with_a_function_are_registered_with_the_notebooks_signature():
+    from tutorial_lib.exercises import _CHECKERS
+
+    registered = {key: getattr(checker, "function_example", "") for key, checker in _CHECKERS.items()}
+    assert {key for key, example in registered.items() if example} == set(FUNCTION_EXERCISES)
+    for exercise_id in FUNCTION_EXERCISES:
+        stub = STUBS[exercise_id]
+        signature = f"def {stub.__name__}({', '.join(stub.__code__.co_varnames[: stub.__code__.co_argcount])}): ..."
+        assert registered[exercise_id] == signature  # the message quotes the function the notebook asks for
+
+
+class NotAFunction:
+    pass
+
+
+@pytest.mark.parametrize("answer", [42, "independent_copy", NotAFunction], ids=["int", "str", "class"])
+@pytest.mark.parametrize("exercise_id", FUNCTION_EXERCISES)
+def test_an_answer_that_is_not_a_function_is_wrong_and_quotes_the_function_asked_for(exercise_id, answer):
+    feedback = tl.check(exercise_id, answer)
+    assert feedback.status == "wrong"
+    assert f"the answer should be a function such as `def {STUBS[exercise_id].__name__}(" in feedback.message
+    assert "pass its name (without calling it)" in feedback.hint

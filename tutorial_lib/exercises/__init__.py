@@ -10,6 +10,7 @@ run through the same checkers.
 from __future__ import annotations
 
 import dis
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Callable
@@ -91,16 +92,39 @@ def is_stub(answer) -> bool:
     return answer is Ellipsis or answer is None or (callable(answer) and is_stub_function(answer))
 
 
-def exercise(exercise_id: str):
-    """Register a checker under ``exercise_id`` (``"ch1.predict_strides"``)."""
+def exercise(exercise_id: str, function: str = ""):
+    """Register a checker under ``exercise_id`` (``"ch1.predict_strides"``).
+
+    ``function``: the answer is a function such as this one (``"def independent_copy(x): ..."``). Anything else
+    (a value, a class) is then answered "wrong" and a function whose body is only ``...`` "not attempted", before
+    the checker runs: the checker is given a real function.
+    """
 
     def register(checker: Callable) -> Callable:
         if exercise_id in _CHECKERS:
             raise ValueError(f"exercise id {exercise_id!r} is registered twice")
+        if function:
+            checker = _function_answer(checker, function)
         _CHECKERS[exercise_id] = checker
         return checker
 
     return register
+
+
+def _function_answer(checker: Callable, example: str) -> Callable:
+    @functools.wraps(checker)
+    def checked(fn):
+        if not callable(fn) or isinstance(fn, type):
+            return wrong(
+                f"the answer should be a function such as `{example}`.",
+                "define the function, then pass its name (without calling it).",
+            )
+        if is_stub_function(fn):
+            return not_attempted()
+        return checker(fn)
+
+    checked.function_example = example
+    return checked
 
 
 def _load_all() -> None:

@@ -164,15 +164,8 @@ def _residual_case(seed: int, shape: tuple[int, int]):
     return linear, x, upstream
 
 
-@exercise("ch5.fix_residual")
+@exercise("ch5.fix_residual", function="def fixed_block(x, linear): ...")
 def check_fix_residual(fn):
-    if not callable(fn):
-        return wrong(
-            "the answer should be a function such as `def fixed_block(x, linear): ...`.",
-            "define it, then pass its name.",
-        )
-    if is_stub_function(fn):
-        return not_attempted()
     for seed, shape in ((0, (3, 4)), (1, (5, 6))):
         linear, x, upstream = _residual_case(seed, shape)
         out = fn(x, linear)
