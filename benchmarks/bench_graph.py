@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import matplotlib
@@ -31,19 +29,10 @@ import matplotlib
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the residual net the tests use
 
 from models import residual  # noqa: E402
+from timing import median_seconds  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 from tutorial_lib.facts.graph import autograd_graph  # noqa: E402
 from tutorial_lib.pictures.graph_picture import draw_graph, graph_svg  # noqa: E402
-
-
-def median_seconds(run, repeats: int) -> float:
-    run()  # warm-up: font caches, first-import costs
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def time_draw_graph(loss, model, repeats: int, svg_text: bool = False, **options) -> float:

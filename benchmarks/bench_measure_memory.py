@@ -12,9 +12,7 @@ costs (its scene, the matplotlib figure with its PNG, the SVG), by the number of
 
 import contextlib
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -27,6 +25,7 @@ from tutorial_lib.pictures.timeline import memory_scene, memory_svg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from allocator_truth import allocator_figures  # noqa: E402  (the tests' ground truth, not a package)
+from timing import median_seconds  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 REPEATS = 15
@@ -71,13 +70,7 @@ def median_ms(run, under=None):
             with under():
                 run()
 
-    once()  # warm up
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        once()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
+    return median_seconds(once, REPEATS) * 1000
 
 
 def allocator_peak(run):

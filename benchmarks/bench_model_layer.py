@@ -5,10 +5,8 @@ plain and under `trace_ops`, `measure_memory`, and followed by `inplace_hazards`
 the graph before backward). Run with `make bench` or `python benchmarks/bench_model_layer.py`.
 """
 
-import statistics
-import time
-
 import torch
+from timing import median_seconds  # benchmarks/timing.py, beside this script
 from torch import nn
 
 from tutorial_lib import inplace_hazards, measure_memory, trace_ops
@@ -33,16 +31,6 @@ def make_step():
     return forward, finish
 
 
-def median_seconds(run):
-    run()  # warm up
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main():
     forward, finish = make_step()
 
@@ -62,14 +50,14 @@ def main():
         inplace_hazards(loss)
         finish(loss)
 
-    baseline = median_seconds(plain)
+    baseline = median_seconds(plain, REPEATS)
     rows = [("training step, plain", baseline)]
     for label, run in (
         ("under trace_ops()", traced),
         ("under measure_memory()", measured),
         ("plus inplace_hazards(loss)", hazards_checked),
     ):
-        rows.append((label, median_seconds(run)))
+        rows.append((label, median_seconds(run, REPEATS)))
     print(f"MLP 256-512-512-10, batch 64, CPU, torch {torch.__version__}, median of {REPEATS} steps")
     print(f"{'step':<30} {'median ms':>10} {'x plain':>8}")
     for label, seconds in rows:
