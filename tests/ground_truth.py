@@ -2,6 +2,20 @@
 
 import torch
 
+#: One dtype of each itemsize and kind the property tests draw from (1, 2, 4, 8 bytes; float, bfloat16, int,
+#: bool, complex).
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+]
+
 
 def truth_map(t):
     """{storage index: (row-major positions)} for every element of t: as_strided over an arange storage."""

@@ -11,22 +11,12 @@ import weakref
 import pytest
 import torch
 from allocator_truth import allocator_figures
+from ground_truth import DTYPES
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
 from tutorial_lib import MemoryReport, format_bytes, measure_memory, trace_ops
-
-DTYPES = [
-    torch.float32,
-    torch.float64,
-    torch.float16,
-    torch.bfloat16,
-    torch.int64,
-    torch.int8,
-    torch.bool,
-    torch.complex64,
-]
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -3,22 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from ground_truth import DTYPES
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tutorial_lib import layout, same_storage, shares_memory
-
-DTYPES = [
-    torch.float32,
-    torch.float64,
-    torch.float16,
-    torch.bfloat16,
-    torch.int64,
-    torch.int8,
-    torch.uint8,
-    torch.bool,
-    torch.complex64,
-]
 
 
 @st.composite
