@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tutorial_lib.common.checks import require_int, require_positive_int
+from tutorial_lib.common.checks import require_int, require_positive_int, require_type
 from tutorial_lib.common.text import dtype_name, op_name, plural, short_op_name, strip_hint, tuple_text
 from tutorial_lib.facts.graph import VERSION_ERROR
 
@@ -120,3 +120,13 @@ def test_require_positive_int_messages():
         require_positive_int(0, "max_nodes")
     with pytest.raises(TypeError, match=r"^max_nodes must be an int, got bool$"):
         require_positive_int(True, "max_nodes")
+
+
+def test_require_type_returns_the_value_or_names_the_argument_and_what_it_is():
+    x = torch.zeros(2, 3)
+    assert require_type(x, torch.Tensor, "x", "a torch.Tensor") is x
+    assert require_type("a", (list, str), "items", "a list or a str") == "a"
+    with pytest.raises(TypeError, match=r"^names\['a'\] must be a tensor, got list$"):
+        require_type([1], torch.Tensor, "names['a']", "a tensor")
+    with pytest.raises(TypeError, match=r"got a torch.strided tensor on cpu with shape \(2, 3\)"):
+        require_type(x, np.ndarray, "array", "a numpy.ndarray")  # a tensor is described, never printed

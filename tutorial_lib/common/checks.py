@@ -14,10 +14,17 @@ def describe(value) -> str:
     return f"{type(value).__name__}"
 
 
+def require_type(value, kind, name: str, what: str):
+    """Return ``value`` if it is an instance of ``kind`` (a type or a tuple of types), else raise TypeError
+    "``name`` must be ``what``, got <what it is>"."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    return value
+
+
 def require_tensor(value, name: str, *, allow_meta: bool = True) -> torch.Tensor:
     """Return ``value`` if it is a strided torch tensor, else raise TypeError/ValueError naming ``name``."""
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {describe(value)}")
+    require_type(value, torch.Tensor, name, "a torch.Tensor")
     if value.layout != torch.strided:
         raise ValueError(
             f"{name} must be a strided (dense) tensor, got layout {value.layout}: "
@@ -30,8 +37,7 @@ def require_tensor(value, name: str, *, allow_meta: bool = True) -> torch.Tensor
 
 def require_bool(value, name: str) -> bool:
     """Return ``value`` if it is True or False, else raise TypeError naming ``name``."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {describe(value)}")
+    require_type(value, bool, name, "True or False")
     return value
 
 

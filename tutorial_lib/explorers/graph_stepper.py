@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..common.checks import describe, require_bool, require_int
+from ..common.checks import describe, require_bool, require_int, require_type
 from ..common.text import plural, strip_hint, tuple_text
 from ..facts.graph import Graph, GraphNode, Hazard, HazardList, autograd_graph, inplace_hazards, refused_graph
 from ..pictures.graph_picture import graph_scene
@@ -129,8 +129,7 @@ def step_change(before: Graph | None, after: Graph | None) -> StepChange:
 
 def _check_steps(steps) -> tuple[tuple[str, str, object], ...]:
     """Validate and compile steps: a list of (label, statement) pairs."""
-    if not isinstance(steps, (list, tuple)):
-        raise TypeError(f"steps must be a list of (label, statement) pairs, got {describe(steps)}")
+    require_type(steps, (list, tuple), "steps", "a list of (label, statement) pairs")
     if not steps:
         raise ValueError("steps must hold at least one (label, statement) pair")
     checked = []

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..common.checks import describe, require_positive_int, require_tensor
+from ..common.checks import describe, require_positive_int, require_tensor, require_type
 from ..common.text import op_name
 from ..facts.ops import OpReport, OpRow, view_or_copy
 from ..facts.storage import layout, planned_layout, unravel_index
@@ -117,8 +117,7 @@ def hover_css(picture: LayoutPicture, scope: str, links=()) -> str:
     Returns:
         ``<style>...</style>`` (text in the picture lets the pointer through to the shapes under it).
     """
-    if not isinstance(picture, LayoutPicture):
-        raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
+    require_type(picture, LayoutPicture, "picture", "a LayoutPicture")
     if not isinstance(scope, str) or not re.fullmatch(r"[A-Za-z][\w-]*", scope):
         raise ValueError(f"scope must be a CSS class name such as 'tl-explorer-1', got {scope!r}")
     itemsizes = {strip.index: strip.itemsize for strip in picture.strips}
@@ -166,8 +165,7 @@ def parse_ints(text, name: str) -> tuple[int, ...]:
         TypeError: ``text`` is not a str.
         ValueError: an entry is not a whole number (the message names ``name`` and the entry).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str such as '3, 4', got {describe(text)}")
+    require_type(text, str, name, "a str such as '3, 4'")
     inner = text.strip().strip("()[]").strip()
     if not inner:
         return ()
@@ -250,8 +248,7 @@ class StrideExplorer(Explorer):
         if storage_size > MAX_STORAGE_SIZE:
             raise ValueError(f"storage_size must be at most {MAX_STORAGE_SIZE}, got {storage_size}")
         names = {v: k for k, v in DTYPES.items()}
-        if not isinstance(dtype, torch.dtype):
-            raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {describe(dtype)}")
+        require_type(dtype, torch.dtype, "dtype", "a torch.dtype such as torch.float32")
         if dtype not in names:
             raise ValueError(f"dtype must be one of {', '.join('torch.' + n for n in DTYPES)}, got {dtype}")
         require_positive_int(max_cells, "max_cells")
@@ -514,8 +511,7 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
         An ``OperationOutcome``; its ``picture`` shows ``x`` and the result over their storages.
     """
     require_tensor(x, "x", allow_meta=False)
-    if not isinstance(expression, str):
-        raise TypeError(f"expression must be a str such as 'x.t()', got {describe(expression)}")
+    require_type(expression, str, "expression", "a str such as 'x.t()'")
     require_positive_int(max_cells, "max_cells")
     captured = {}
 
@@ -551,8 +547,7 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
 
 def sources_html(outcome: OperationOutcome) -> str:
     """One line under a copy's picture: which of x's cells each element was copied from ('' if not a traced copy)."""
-    if not isinstance(outcome, OperationOutcome):
-        raise TypeError(f"outcome must be an OperationOutcome, got {describe(outcome)}")
+    require_type(outcome, OperationOutcome, "outcome", "an OperationOutcome")
     if outcome.sources is None:
         return ""
     pairs = " · ".join(f"[{p}] ← {i}" for p, i in enumerate(outcome.sources[:TABLE_ROWS]))
@@ -576,8 +571,7 @@ def verdict_html(outcome: OperationOutcome) -> str:
     The badge's sentence says the verdict in words too, for screen readers and for readers without colour.
     A failed outcome is its ⚠ message.
     """
-    if not isinstance(outcome, OperationOutcome):
-        raise TypeError(f"outcome must be an OperationOutcome, got {describe(outcome)}")
+    require_type(outcome, OperationOutcome, "outcome", "an OperationOutcome")
     row = outcome.row
     if row is None:
         return f'<div style="color:{palette.STALE}"><b>⚠ {html.escape(outcome.summary)}</b></div>'
@@ -633,8 +627,7 @@ class ViewCopyExplorer(Explorer):
         if not operations:
             raise ValueError("operations is empty: give at least one expression such as 'x.t()'")
         for i, expression in enumerate(operations):
-            if not isinstance(expression, str):
-                raise TypeError(f"operations[{i}] must be a str, got {describe(expression)}")
+            require_type(expression, str, f"operations[{i}]", "a str")
         require_positive_int(max_cells, "max_cells")
         self.max_cells = max_cells
         self._operations = list(operations)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..common.checks import describe, require_positive_int, require_tensor, shape_text
+from ..common.checks import describe, require_positive_int, require_tensor, require_type, shape_text
 from ..common.text import dtype_name, plural, short_op_name
 from .watching import storage_key
 
@@ -823,10 +823,8 @@ def refused_graph(tensor: torch.Tensor, reason: str) -> Graph:
     Raises:
         TypeError: ``tensor`` is not a tensor or ``reason`` not a str.
     """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
-    if not isinstance(reason, str):
-        raise TypeError(f"reason must be a str, got {describe(reason)}")
+    require_type(tensor, torch.Tensor, "tensor", "a torch.Tensor")
+    require_type(reason, str, "reason", "a str")
     output = GraphNode(0, "output", "output", "output " + shape_text(tensor.shape), tuple(tensor.shape))
     unseen = (f"its grad_fn cannot be read, so its graph is unknown: {reason}",)
     return Graph((output,), (), 0, 1, False, 0, 0, 0, unseen)
@@ -857,8 +855,7 @@ def grad_fn_of(tensor: torch.Tensor):
     Raises:
         TypeError: ``tensor`` is not a tensor.
     """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
+    require_type(tensor, torch.Tensor, "tensor", "a torch.Tensor")
     try:
         return tensor.grad_fn, None
     except RuntimeError as error:
@@ -906,10 +903,8 @@ def _leaf_names(names) -> dict[int, str]:
         )
     by_id = {}
     for key, value in names.items():
-        if not isinstance(key, str):
-            raise TypeError(f"names keys must be str, got {describe(key)}")
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"names[{key!r}] must be a tensor, got {describe(value)}")
+        require_type(key, str, "names keys", "str")
+        require_type(value, torch.Tensor, f"names[{key!r}]", "a tensor")
         by_id[id(value)] = key
     return by_id
 
@@ -1075,10 +1070,8 @@ def describe_saved(node: GraphNode, saved: SavedTensor) -> str:
     Raises:
         TypeError: ``node`` is not a GraphNode or ``saved`` not a SavedTensor.
     """
-    if not isinstance(node, GraphNode):
-        raise TypeError(f"node must be a GraphNode, got {describe(node)}")
-    if not isinstance(saved, SavedTensor):
-        raise TypeError(f"saved must be a SavedTensor, got {describe(saved)}")
+    require_type(node, GraphNode, "node", "a GraphNode")
+    require_type(saved, SavedTensor, "saved", "a SavedTensor")
     op = node.forward_op or node.name
     if saved.attribute.startswith("checkpoint input"):
         return f"input {saved.attribute.rsplit(' ', 1)[-1]} of a checkpointed function"

@@ -43,7 +43,7 @@ from typing import Iterator
 import torch
 from torch._C._autograd import _get_sequence_nr
 
-from ..common.checks import describe, require_positive_int, shape_text
+from ..common.checks import describe, require_positive_int, require_type, shape_text
 from ..common.text import dtype_name, op_name, plural, strip_hint
 from .graph import (
     VERSION_ERROR,
@@ -117,8 +117,7 @@ def is_library_frame(filename: str) -> bool:
     Raises:
         TypeError: ``filename`` is not a str.
     """
-    if not isinstance(filename, str):
-        raise TypeError(f"filename must be a str, got {describe(filename)}")
+    require_type(filename, str, "filename", "a str")
     if filename.startswith(("<frozen", "<eval_with_key")):
         return True
     path = os.path.abspath(filename)
@@ -876,10 +875,8 @@ def attach_source_lines(tensor, hazards: list) -> list:
     Raises:
         TypeError: ``tensor`` is not a tensor or ``hazards`` not a list.
     """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
-    if not isinstance(hazards, list):
-        raise TypeError(f"hazards must be a list, got {describe(hazards)}")
+    require_type(tensor, torch.Tensor, "tensor", "a torch.Tensor")
+    require_type(hazards, list, "hazards", "a list")
     watches = recent_watches()
     if not watches:
         return hazards
@@ -915,8 +912,7 @@ def watch_notes(tensor) -> dict[int, tuple[str, ...]]:
     Raises:
         TypeError: ``tensor`` is not a tensor.
     """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"tensor must be a torch.Tensor, got {describe(tensor)}")
+    require_type(tensor, torch.Tensor, "tensor", "a torch.Tensor")
     if not recent_watches():
         return {}
     notes: dict[int, list[str]] = {}
@@ -955,8 +951,7 @@ def explanation_of(error) -> InplaceExplanation | None:
     Raises:
         TypeError: ``error`` is not an exception.
     """
-    if not isinstance(error, BaseException):
-        raise TypeError(f"error must be an exception, got {describe(error)}")
+    require_type(error, BaseException, "error", "an exception")
     return getattr(error, "inplace_explanation", None)
 
 

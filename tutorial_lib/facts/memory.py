@@ -65,7 +65,7 @@ from typing import Iterator
 import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
 
-from ..common.checks import describe, require_int
+from ..common.checks import require_int, require_type
 from .watching import FRESH_LITERAL_OPS, WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
 MiB = 1024 * 1024
@@ -822,8 +822,7 @@ def _resolve_device(device) -> torch.device:
             device = torch.device(device)
         except RuntimeError as error:
             raise ValueError(f"device must name a device such as 'cpu' or 'cuda', got {device!r}") from error
-    if not isinstance(device, torch.device):
-        raise TypeError(f"device must be None, a str or a torch.device, got {describe(device)}")
+    require_type(device, torch.device, "device", "None, a str or a torch.device")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             # torch.cuda.memory_allocated() would answer 0 here without complaint: never report that.

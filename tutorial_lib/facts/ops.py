@@ -20,7 +20,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
-from ..common.checks import describe
+from ..common.checks import describe, require_type
 from ..common.text import op_name
 from .storage import same_storage, shares_memory
 from .watching import WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
@@ -433,8 +433,7 @@ def _storages_in(result) -> list:
 
 
 def _check_input(name: str, value, fresh_inputs: bool) -> None:
-    if not isinstance(value, (torch.Tensor, np.ndarray)):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {describe(value)}")
+    require_type(value, (torch.Tensor, np.ndarray), name, "a torch.Tensor or numpy.ndarray")
     if isinstance(value, np.ndarray):
         return
     if value.is_nested:
@@ -573,13 +572,11 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
                 raise TypeError("expressions as a dict must map str labels to functions of the tensors")
     elif isinstance(expressions, (list, tuple)):
         for expression in expressions:
-            if not isinstance(expression, str):
-                raise TypeError(f"each item of expressions must be a str, got {describe(expression)}")
+            require_type(expression, str, "each item of expressions", "a str")
         items = [(expression, expression) for expression in expressions]
     else:
         raise TypeError(f"expressions must be a list of strings or a dict, got {describe(expressions)}")
-    if not isinstance(fresh_inputs, bool):
-        raise TypeError(f"fresh_inputs must be True or False, got {describe(fresh_inputs)}")
+    require_type(fresh_inputs, bool, "fresh_inputs", "True or False")
     if not items:
         raise ValueError("expressions is empty: give at least one expression")
     if not tensors:

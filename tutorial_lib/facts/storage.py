@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..common.checks import describe, require_int, require_positive_int, require_tensor
+from ..common.checks import describe, require_int, require_positive_int, require_tensor, require_type
 from ..common.text import dtype_name
 
 #: How many element indices ``layout`` lists before it stops and sets ``indices_truncated``.
@@ -58,8 +58,7 @@ def _byte_view(x, name: str) -> np.ndarray | None:
 
 
 def _check_array_or_tensor(x, name: str) -> None:
-    if not isinstance(x, (torch.Tensor, np.ndarray)):
-        raise TypeError(f"{name} must be a torch.Tensor or a numpy.ndarray, got {describe(x)}")
+    require_type(x, (torch.Tensor, np.ndarray), name, "a torch.Tensor or a numpy.ndarray")
 
 
 def shares_memory(a, b) -> bool:
@@ -332,8 +331,7 @@ def compare_reads(a: Layout, b: Layout) -> ReadOverlap | None:
         TypeError: ``a`` or ``b`` is not a Layout.
     """
     for name, value in (("a", a), ("b", b)):
-        if not isinstance(value, Layout):
-            raise TypeError(f"{name} must be a Layout, got {describe(value)}")
+        require_type(value, Layout, name, "a Layout")
     if a.numel == 0 or b.numel == 0 or a.indices_truncated or b.indices_truncated:
         return None
     if a.itemsize == b.itemsize:
@@ -475,8 +473,7 @@ def storage_values_text(t, start: int = 0, stop: int | None = None, max_cells: i
     tensor = require_tensor(t, "t")
     require_positive_int(max_cells, "max_cells")
     dtype = tensor.dtype if dtype is None else dtype
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype or None, got {describe(dtype)}")
+    require_type(dtype, torch.dtype, "dtype", "a torch.dtype or None")
     storage_numel = tensor.untyped_storage().nbytes() // dtype.itemsize
     start = require_int(start, "start")
     stop = storage_numel if stop is None else require_int(stop, "stop")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..common.checks import describe, shape_text
+from ..common.checks import describe, require_type, shape_text
 from ..common.text import dtype_name, plural, short_op_name, strip_hint
 from ..facts.graph import (
     FREED_ERROR_SECOND_BACKWARD,
@@ -129,8 +129,7 @@ class ErrorReport:
 
 def _tensor_for_graph(fn, args, graph_of):
     if graph_of is not None:
-        if not isinstance(graph_of, torch.Tensor):
-            raise TypeError(f"graph_of must be a torch.Tensor or None, got {describe(graph_of)}")
+        require_type(graph_of, torch.Tensor, "graph_of", "a torch.Tensor or None")
         return graph_of
     owner = getattr(fn, "__self__", None)  # show_error(out.backward)
     if isinstance(owner, torch.Tensor):
@@ -291,8 +290,7 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
     Raises:
         TypeError: ``message`` is not a string.
     """
-    if not isinstance(message, str):
-        raise TypeError(f"message must be a string, got {describe(message)}")
+    require_type(message, str, "message", "a string")
     version_match, versions = VERSION_ERROR.search(message), error_versions(message)
     if version_match is None:
         return ()
