@@ -10,6 +10,7 @@ aligned phase by phase when they have the same phases.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ PLOT_WIDTH = 620.0  # the widest the ops' axis gets, in points
 PLOT_HEIGHT = 130.0
 LEFT, RIGHT, TOP = 70.0, 18.0, 10.0
 MARKER_WIDTH, MARKER_GAP = 10.0, 6.0  # the start and end columns
-MAX_COLUMN_WIDTH, MIN_PLOT_WIDTH = 40.0, 130.0
+PLOT_LEFT = LEFT + MARKER_WIDTH + MARKER_GAP  # the ops' axis starts after the start column
+MAX_COLUMN_WIDTH, MIN_PLOT_WIDTH = 40.0, 130.0  # the narrowest ops' axis: room for the peak's label
 MAX_BANDS = 60  # more allocations than this in a run: one band per kind
 MAX_OP_NAMES = 24  # an op name under every column up to this many columns, else under every k-th
 FONT, SMALL_FONT = 10.0, 9.0
@@ -85,15 +87,13 @@ def _tick_name(name: str) -> str:
     return text if len(text) <= 14 else text[:13] + "…"
 
 
-def _header(report: MemoryReport, label: str) -> str:
-    """A panel's title: the run's label, ops, peak and what it leaves."""
-    return (
-        f"{label}: {plural(len(report.timeline), 'op')}, peak {short_bytes(report.peak)}, "
-        f"leaves {short_bytes(report.allocated)}"
-    )
+def _headline(report: MemoryReport, label: str, size=short_bytes) -> str:
+    """The run's label, ops, peak and what it leaves, in ``size``'s units: a panel's title, a summary's start."""
+    return f"{label}: {plural(len(report.timeline), 'op')}, peak {size(report.peak)}, leaves {size(report.allocated)}"
 
 
-def _check_reports(reports, labels):
+def _check(reports, labels, show_ops, ax=None) -> tuple[list[MemoryReport], list[str]]:
+    """The reports as a list and their labels, once every argument is checked."""
     if isinstance(reports, MemoryReport):
         reports = [reports]
     if not isinstance(reports, (list, tuple)) or not reports:
@@ -107,25 +107,25 @@ def _check_reports(reports, labels):
         labels = [f"run {i + 1}" for i in range(len(reports))] if len(reports) > 1 else ["block"]
     if not isinstance(labels, (list, tuple)) or len(labels) != len(reports):
         raise ValueError(f"labels must be a list with one label per report ({len(reports)}), got {labels!r}")
+    require_axes(ax, "ax")
+    require_bool(show_ops, "show_ops")
     return list(reports), [str(label) for label in labels]
 
 
 def phase_runs(report: MemoryReport) -> list[tuple[str | None, int, int]]:
     """The report's ops as runs of one phase: ``(phase, first op, number of ops)``."""
-    runs: list[list] = []
-    for index, phase in enumerate(report.phases):
-        if runs and runs[-1][0] == phase:
-            runs[-1][2] += 1
-        else:
-            runs.append([phase, index, 1])
-    return [tuple(run) for run in runs]
+    runs, first = [], 0
+    for phase, ops in itertools.groupby(report.phases):
+        count = len(list(ops))
+        runs.append((phase, first, count))
+        first += count
+    return runs
 
 
 def _drawn(report: MemoryReport) -> list:
     """The allocations drawn as bands: made in the block and alive when some op returned."""
-    return [
-        a for a in report.allocations if a.allocated_at is not None and a.kind != "scratch" and _last(a, report) >= 0
-    ]
+    made = [a for a in report.allocations if a.allocated_at is not None and a.kind != "scratch"]
+    return [a for a in made if _last(a, report) >= 0]
 
 
 def _last(allocation, report: MemoryReport) -> int:
@@ -140,10 +140,7 @@ def memory_timeline_summary(reports, labels) -> str:
     """One part per report: ops, peak, what it leaves, its phases and its largest band."""
     parts = []
     for label, report in zip(labels, reports):
-        text = (
-            f"{label}: {plural(len(report.timeline), 'op')}, peak {format_bytes(report.peak)}, "
-            f"leaves {format_bytes(report.allocated)} allocated"
-        )
+        text = _headline(report, label, format_bytes) + " allocated"
         named = [(phase, count) for phase, _, count in phase_runs(report) if phase is not None]
         if named:
             text += ", phases " + ", ".join(f"{phase} ({plural(count, 'op')})" for phase, count in named)
@@ -158,66 +155,62 @@ def memory_timeline_summary(reports, labels) -> str:
 
 @dataclass
 class _Band:
-    """One band of a panel: its layer, its bytes in each column (the end column last), hover text."""
+    """A band of a panel: its layer, its bytes in each column (the end last; negative below zero), hover text."""
 
     layer: str
     heights: list
     label: str
 
 
+def _band_label(allocation) -> str:
+    """An allocation's band on hover: its kind, bytes, the op that made it and when it was freed."""
+    freed = "still allocated at the end"
+    if allocation.freed_at is not None:
+        freed = f"freed {'in' if allocation.freed_inside else 'after'} {op_name(allocation.freed_by)}"
+    made = f"{format_bytes(allocation.nbytes)}, made by {op_name(allocation.allocated_by)}"
+    return f"{allocation.kind}, {made}, {freed}"
+
+
 def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
     """The bands above zero (bottom first) and below it (memory from before the block) of one report."""
     columns = len(report.timeline) + 1  # the ops, then the end
     drawn = sorted(_drawn(report), key=lambda a: LAYER_NAMES.index(a.kind))  # stable: in the order made
-    grouped = len(drawn) > MAX_BANDS
-    above: list[_Band] = []
-    for allocation in drawn:
-        if grouped and above and above[-1].layer == allocation.kind:
-            band = above[-1]
-        elif grouped:
-            count = sum(1 for other in drawn if other.kind == allocation.kind)
-            band = _Band(allocation.kind, [0] * columns, f"{allocation.kind}: {plural(count, 'allocation')}")
-            above.append(band)
-        else:
-            freed = "still allocated at the end"
-            if allocation.freed_at is not None:
-                freed = f"freed {'in' if allocation.freed_inside else 'after'} {op_name(allocation.freed_by)}"
-            label = (
-                f"{allocation.kind}, {format_bytes(allocation.nbytes)}, made by {op_name(allocation.allocated_by)}, "
-                f"{freed}"
-            )
-            band = _Band(allocation.kind, [0] * columns, label)
-            above.append(band)
-        for column in range(allocation.allocated_at, _last(allocation, report) + 1):
-            band.heights[column] += allocation.nbytes
+    if len(drawn) > MAX_BANDS:  # one band per kind
+        groups = [list(group) for _, group in itertools.groupby(drawn, key=lambda a: a.kind)]
+        labelled = [(group, f"{group[0].kind}: {plural(len(group), 'allocation')}") for group in groups]
+    else:
+        labelled = [([allocation], _band_label(allocation)) for allocation in drawn]
+    above = []
+    for group, label in labelled:
+        heights = [0] * columns
+        for allocation in group:
+            for column in range(allocation.allocated_at, _last(allocation, report) + 1):
+                heights[column] += allocation.nbytes
+        above.append(_Band(group[0].kind, heights, label))
     stacked = [sum(band.heights[c] for band in above) for c in range(columns)]
-    below = [_Band(FROM_BEFORE, [0] * columns, f"{FROM_BEFORE}, freed in it")]
+    before = [0] * columns  # freed in the block: below zero from the column that freed it on
     for allocation in report.allocations:
         if allocation.allocated_at is None:
             start = allocation.freed_at + (0 if allocation.freed_inside else 1)
             for column in range(start, columns):
-                below[0].heights[column] += allocation.nbytes
+                before[column] -= allocation.nbytes
     held = [held for _, held in report.timeline] + [report.allocated]
-    rounding = [max(0, held[c] + below[0].heights[c] - stacked[c]) for c in range(columns)]
+    rounding = [max(0, held[c] - before[c] - stacked[c]) for c in range(columns)]
     if any(rounding):  # CUDA: the allocator's blocks are bigger than the tensors' bytes
         above.append(_Band(ROUNDING, rounding, "the caching allocator's blocks beyond the tensors' bytes"))
     most = list(report.most_held) + [report.allocated]
     inside = [max(0, most[c] - held[c]) for c in range(columns)]
     if any(inside):
         above.append(_Band(INSIDE, inside, "held only while the op ran (its scratch memory)"))
-    return above, [band for band in below if any(band.heights)]
-
-
-def _nice_step(span: float) -> float:
-    raw = span / 4
-    magnitude = 10 ** math.floor(math.log10(raw))
-    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    return above, [_Band(FROM_BEFORE, before, f"{FROM_BEFORE}, freed in it")] if any(before) else []
 
 
 def _byte_ticks(low: int, high: int) -> list[tuple[int, str]]:
     """A few round values between ``low`` and ``high`` bytes, labelled in one binary unit."""
     unit, size = next(((u, s) for u, s in (("MiB", 2**20), ("KiB", 2**10)) if max(high, -low) >= s), ("B", 1))
-    step = _nice_step(max(high - low, 1) / size)
+    raw = max(high - low, 1) / size / 4  # about four steps
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     first = math.ceil(low / size / step)
     ticks = []
     for k in range(first, first + 20):
@@ -228,31 +221,13 @@ def _byte_ticks(low: int, high: int) -> list[tuple[int, str]]:
     return ticks
 
 
-def _merged_phases(runs) -> tuple[list, list[list[int]]]:
-    """One sequence of phases that contains every run's in order, and where each run's phases sit in it."""
-    merged: list = []
-    positions: list[list[int]] = []
-    for run in runs:
-        keys = [phase for phase, _, _ in run]
-        matcher = difflib.SequenceMatcher(a=merged, b=keys, autojunk=False)
-        new_merged: list = []
-        old_at: dict[int, int] = {}
-        new_at: dict[int, int] = {}
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                for k in range(i2 - i1):
-                    old_at[i1 + k] = new_at[j1 + k] = len(new_merged)
-                    new_merged.append(keys[j1 + k])
-                continue
-            for k in range(i1, i2):
-                old_at[k] = len(new_merged)
-                new_merged.append(merged[k])
-            for k in range(j1, j2):
-                new_at[k] = len(new_merged)
-                new_merged.append(keys[k])
-        positions = [[old_at[p] for p in places] for places in positions] + [[new_at[j] for j in range(len(keys))]]
-        merged = new_merged
-    return merged, positions
+@dataclass(eq=False)  # told apart by identity: two phases can have one name
+class _Phase:
+    """A phase of the runs drawn: its name, the most ops a run has in it, its first slot."""
+
+    name: str | None
+    slots: int = 0
+    first: int = 0
 
 
 def _slots(reports) -> tuple[list[list[int]], int, list[list[tuple[str, int, int, int]]]]:
@@ -262,50 +237,48 @@ def _slots(reports) -> tuple[list[list[int]], int, list[list[tuple[str, int, int
     Runs are aligned phase by phase: the phases of all runs are merged in order, and each phase gets as many
     slots as its longest run has ops.
     """
-    runs = [phase_runs(report) for report in reports]
-    merged, positions = _merged_phases(runs)
-    widths = [0] * len(merged)
-    for run, places in zip(runs, positions):
-        for (_, _, count), place in zip(run, places):
-            widths[place] = max(widths[place], count)
-    starts = [sum(widths[:i]) for i in range(len(widths))]
-    slots = [
-        [starts[place] + j for (_, _, count), place in zip(run, places) for j in range(count)]
-        for run, places in zip(runs, positions)
-    ]
-    named = [place for place, phase in enumerate(merged) if phase is not None]
-    spans = [
-        [
-            (phase, starts[place], widths[place], named.index(place) % 2)
-            for (phase, _, _), place in zip(run, places)
-            if phase
-        ]
-        for run, places in zip(runs, positions)
-    ]
-    return slots, sum(widths), spans
+    merged: list[_Phase] = []  # every run's phases in order
+    placed = []  # each run's phases: (the merged phase, the run's ops in it)
+    for report in reports:
+        runs = phase_runs(report)
+        names = [name for name, _, _ in runs]
+        matcher = difflib.SequenceMatcher(a=[phase.name for phase in merged], b=names, autojunk=False)
+        new_merged, ours = [], []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            new_merged += merged[i1:i2]
+            if tag == "equal":
+                ours += merged[i1:i2]
+            else:  # the run's own phases go after the merged ones they differ from
+                fresh = [_Phase(name) for name in names[j1:j2]]
+                new_merged += fresh
+                ours += fresh
+        merged = new_merged
+        placed.append([(phase, count) for phase, (_, _, count) in zip(ours, runs)])
+        for phase, count in placed[-1]:
+            phase.slots = max(phase.slots, count)
+    total = 0
+    for phase in merged:
+        phase.first = total
+        total += phase.slots
+    named = [phase for phase in merged if phase.name is not None]
+    slots = [[phase.first + j for phase, count in run for j in range(count)] for run in placed]
+    spans = [[(p.name, p.first, p.slots, named.index(p) % 2) for p, _ in run if p.name] for run in placed]
+    return slots, total, spans
 
 
-def _band_points(band: _Band, bottoms: list, x_of, scale) -> list[list[tuple]]:
-    """The outline of each stretch of columns where the band holds bytes (a band can stop and start again)."""
-    stretches, current = [], []
-    for column, height in enumerate(band.heights):
-        if height:
-            current.append(column)
-        elif current:
-            stretches.append(current)
-            current = []
-    if current:
-        stretches.append(current)
+def _band_points(heights: list, bottoms: list, x_of, scale) -> list[list[tuple]]:
+    """The outline of each stretch of columns where ``heights`` is not zero (a band can stop and start again)."""
     outlines = []
-    for stretch in stretches:
+    for holds, stretch in itertools.groupby(range(len(heights)), key=lambda column: heights[column] != 0):
+        if not holds:
+            continue
+        stretch = list(stretch)
         top, bottom = [], []
         for column in stretch:
             left, right = x_of(column, column != stretch[-1])
-            top += [
-                (left, scale(bottoms[column] + band.heights[column])),
-                (right, scale(bottoms[column] + band.heights[column])),
-            ]
-            bottom += [(left, scale(bottoms[column])), (right, scale(bottoms[column]))]
+            top_y, bottom_y = scale(bottoms[column] + heights[column]), scale(bottoms[column])
+            top += [(left, top_y), (right, top_y)]
+            bottom += [(left, bottom_y), (right, bottom_y)]
         outlines.append(top + bottom[::-1])
     return outlines
 
@@ -319,27 +292,28 @@ def _op_hover(report: MemoryReport, column: int) -> str:
         text += f", {format_bytes(report.most_held[column])} while it ran"
     made = [a.nbytes for a in report.allocations if a.allocated_at == column]
     freed = [a.nbytes for a in report.allocations if a.freed_at == column]
-    if made:
-        text += f"; made {plural(len(made), 'allocation')}, {short_bytes(sum(made))}"
-    if freed:
-        text += f"; freed {plural(len(freed), 'allocation')}, {short_bytes(sum(freed))}"
+    for verb, sizes in (("made", made), ("freed", freed)):
+        if sizes:
+            text += f"; {verb} {plural(len(sizes), 'allocation')}, {short_bytes(sum(sizes))}"
     return text
 
 
-def _legend(layers: list[str], phases: bool, width: float, y: float, hovers: dict) -> tuple[list, float]:
+def _legend(layers: list[str], phases: bool, width: float, y: float, hovers: dict) -> tuple[list, float, float]:
     """Swatches naming every layer drawn (and the phase shading), wrapped to ``width``, each with the rule that
-    puts an allocation in it as hover text; returns the items and the height reached."""
-    items, x, row_height = [], LEFT, 16.0
+    puts an allocation in it as hover text; returns the items, the height reached and the names' right end."""
+    items, x, right, row_height = [], LEFT, 0.0, 16.0  # no legend when nothing was allocated
     entries = [(layer, f"band-{layer}") for layer in layers] + ([(PHASE_LEGEND, "phase-0")] if phases else [])
     for name, style in entries:
-        needed = 14 + text_width(name, "sans", FONT) + 14
+        name_width = text_width(name, "sans", FONT)
+        needed = 14 + name_width + 14
         if x + needed > width - RIGHT and x > LEFT:
             x, y = LEFT, y + row_height
         items.append(Rect(x, y + 1, 10, 10, style, id=f"legend-swatch-{name}"))
         hovers[f"legend-swatch-{name}"] = LAYER_RULES.get(name, "ops in one phase: a record_function range")
         items.append(Text(x + 14, y + 6, name, "legend", id=f"legend-{name}", baseline="middle"))
+        right = max(right, x + 14 + name_width)
         x += needed
-    return items, y + row_height
+    return items, y + row_height, right
 
 
 @dataclass
@@ -349,7 +323,6 @@ class _Panel:
     prefix: str
     columns: list  # the slot of each op
     plot_top: float
-    plot_left: float
     column_width: float
     end_left: float  # the end column's left edge
     low: int  # bytes at the bottom and the top of the byte axis, shared by all panels
@@ -372,29 +345,25 @@ class _Panel:
         n = len(self.columns)
         if column == n:
             return self.end_left, self.end_left + MARKER_WIDTH
-        left = self.plot_left + self.columns[column] * self.column_width
+        left = PLOT_LEFT + self.columns[column] * self.column_width
         if reaching_next and column + 1 < n:
-            return left, self.plot_left + self.columns[column + 1] * self.column_width
+            return left, PLOT_LEFT + self.columns[column + 1] * self.column_width
         return left, left + self.column_width
 
 
 def _draw_phases(panel: _Panel, spans, items: list) -> None:
     """Each named phase shaded, with its name above the frame (on a second row where names would touch)."""
-    row_ends = [-math.inf, -math.inf]
+    prefix, top, row_ends = panel.prefix, panel.plot_top, [-math.inf, -math.inf]
     for number, (phase, first, count, shade) in enumerate(spans):
-        left, width = panel.plot_left + first * panel.column_width, count * panel.column_width
-        items.append(
-            Rect(left, panel.plot_top, width, PLOT_HEIGHT, f"phase-{shade}", id=f"{panel.prefix}-phase-{number}")
-        )
-        items.append(
-            Line(((left, panel.plot_top), (left, panel.frame_bottom)), "grid", id=f"{panel.prefix}-phase-edge-{number}")
-        )
+        left, width = PLOT_LEFT + first * panel.column_width, count * panel.column_width
+        items.append(Rect(left, top, width, PLOT_HEIGHT, f"phase-{shade}", id=f"{prefix}-phase-{number}"))
+        items.append(Line(((left, top), (left, panel.frame_bottom)), "grid", id=f"{prefix}-phase-edge-{number}"))
         name_width = text_width(phase, "sans", SMALL_FONT, "bold")
-        centre = min(max(left + width / 2, panel.plot_left + name_width / 2), panel.end_left - name_width / 2)
+        centre = min(max(left + width / 2, PLOT_LEFT + name_width / 2), panel.end_left - name_width / 2)
         row = 0 if centre - name_width / 2 > row_ends[0] + 4 else 1
         row_ends[row] = centre + name_width / 2
-        name_y = panel.plot_top - 3 - row * (SMALL_FONT + 3)
-        ident = f"{panel.prefix}-phase-name-{number}"
+        name_y = top - 3 - row * (SMALL_FONT + 3)
+        ident = f"{prefix}-phase-name-{number}"
         items.append(Text(centre, name_y, phase, "phase-name", id=ident, anchor="middle", baseline="bottom"))
 
 
@@ -404,13 +373,13 @@ def _draw_frame(panel: _Panel, items: list) -> None:
     for value, text in _byte_ticks(panel.low, round(panel.top_value)):
         tick_y = panel.scale(value)
         style = "zero" if value == 0 else "grid"
-        items.append(Line(((panel.plot_left, tick_y), (panel.end_left, tick_y)), style, id=f"{prefix}-tick-{text}"))
+        items.append(Line(((PLOT_LEFT, tick_y), (panel.end_left, tick_y)), style, id=f"{prefix}-tick-{text}"))
         ident = f"{prefix}-tick-label-{text}"
         items.append(Text(LEFT - 4, tick_y, text, "tick", id=ident, anchor="end", baseline="middle"))
     items.append(Rect(LEFT, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-start"))
     items.append(Rect(panel.end_left, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-end"))
-    width = panel.frame_right - panel.plot_left
-    items.append(Rect(panel.plot_left, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
+    width = panel.frame_right - PLOT_LEFT
+    items.append(Rect(PLOT_LEFT, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
     for name, x in (("start", LEFT), ("end", panel.end_left)):
         y = panel.frame_bottom + 4 + text_width(name, "mono", SMALL_FONT)
         items.append(Text(x + MARKER_WIDTH / 2, y, name, "op", id=f"{prefix}-{name}-label", rotation=90))
@@ -418,24 +387,18 @@ def _draw_frame(panel: _Panel, items: list) -> None:
 
 def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers: dict) -> None:
     """The bands stacked above zero, those from before the block below it, or a note when there are none."""
-    above, below = bands
     columns = len(panel.columns) + 1
-    bottoms = [0] * columns
-    for number, band in enumerate(above):
-        for k, outline in enumerate(_band_points(band, bottoms, panel.x_of, panel.scale)):
-            ident = f"{panel.prefix}-band-{number}-{k}"
-            items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
-            hovers[ident] = band.label
-        bottoms = [bottoms[c] + band.heights[c] for c in range(columns)]
-    for number, band in enumerate(below):
-        negative = _Band(band.layer, [-h for h in band.heights], band.label)
-        for k, outline in enumerate(_band_points(negative, [0] * columns, panel.x_of, panel.scale)):
-            ident = f"{panel.prefix}-before-{number}-{k}"
-            items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
-            hovers[ident] = band.label
-    if not above and not below:
+    for name, drawn in zip(("band", "before"), bands):
+        bottoms = [0] * columns
+        for number, band in enumerate(drawn):
+            for k, outline in enumerate(_band_points(band.heights, bottoms, panel.x_of, panel.scale)):
+                ident = f"{panel.prefix}-{name}-{number}-{k}"
+                items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
+                hovers[ident] = band.label
+            bottoms = [bottom + height for bottom, height in zip(bottoms, band.heights)]
+    if not any(bands):
         note = "nothing allocated" if not report.peak else "nothing held when an op returned"
-        centre = (panel.plot_left + panel.frame_right) / 2
+        centre = (PLOT_LEFT + panel.frame_right) / 2
         ident = f"{panel.prefix}-empty"
         items.append(Text(centre, panel.scale(0) - 6, note, "text", id=ident, anchor="middle", baseline="bottom"))
 
@@ -448,11 +411,11 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     left, right = panel.x_of(report.most_held.index(max(report.most_held)), False)
     label = f"peak {short_bytes(report.peak)}"
     if max(report.most_held) < report.peak:
-        left, right = panel.plot_left, panel.frame_right
+        left, right = PLOT_LEFT, panel.frame_right
         label += " inside an op"
     peak_y = panel.scale(report.peak)
     items.append(Line(((left - 2, peak_y), (right + 2, peak_y)), "peak", id=f"{panel.prefix}-peak"))
-    anchor, label_x = "start", max(left, panel.plot_left + 2)
+    anchor, label_x = "start", max(left, PLOT_LEFT + 2)
     if label_x + text_width(label, "sans", SMALL_FONT, "bold") > panel.frame_right - 2:
         anchor, label_x = "end", min(right, panel.frame_right - 2)
     ident = f"{panel.prefix}-peak-label"
@@ -472,20 +435,21 @@ def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, i
             items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
 
 
-def _plan(reports, labels, show_ops: bool) -> tuple[Scene, dict]:
-    """The scene, and the hover text of each op column, band and legend swatch by id (the SVG's ``<title>``s)."""
+def _plan(reports, labels, show_ops, ax=None) -> tuple[Scene, dict]:
+    """Once the arguments are checked (``ax`` only for its type): the scene, and the hover text of each op column,
+    band and legend swatch by id (the SVG's ``<title>``s)."""
+    reports, labels = _check(reports, labels, show_ops, ax)
     slots, total_slots, spans = _slots(reports)
-    column_width = min(MAX_COLUMN_WIDTH, PLOT_WIDTH / max(total_slots, 1))
-    column_width = max(column_width, MIN_PLOT_WIDTH / max(total_slots, 1))  # room for the peak's label
-    plot_left = LEFT + MARKER_WIDTH + MARKER_GAP
-    end_left = plot_left + max(total_slots, 1) * column_width + MARKER_GAP
-    headers = [_header(report, label) for report, label in zip(reports, labels)]
+    shown_slots = max(total_slots, 1)
+    column_width = max(min(MAX_COLUMN_WIDTH, PLOT_WIDTH / shown_slots), MIN_PLOT_WIDTH / shown_slots)
+    end_left = PLOT_LEFT + shown_slots * column_width + MARKER_GAP
+    headers = [_headline(report, label) for report, label in zip(reports, labels)]
     width = max(end_left + MARKER_WIDTH, LEFT + max(text_width(h, "sans", FONT + 1, "bold") for h in headers), 360)
     bands = [_bands(report) for report in reports]
-    high = max(1, *(max(map(sum, zip(*(b.heights for b in above))), default=0) for above, _ in bands))
-    low = min(0, *(-max(map(sum, zip(*(b.heights for b in below))), default=0) for _, below in bands))
+    high = max([1] + [sum(column) for above, _ in bands for column in zip(*(band.heights for band in above))])
+    low = min([0] + [sum(column) for _, below in bands for column in zip(*(band.heights for band in below))])
     top_value = high + (high - low) * (HEADROOM - 1)
-    every = 1 if total_slots <= MAX_OP_NAMES else math.ceil(total_slots / MAX_OP_NAMES)
+    every = max(1, math.ceil(total_slots / MAX_OP_NAMES))
     named = [
         _tick_name(name)
         for r, columns in zip(reports, slots)
@@ -493,17 +457,16 @@ def _plan(reports, labels, show_ops: bool) -> tuple[Scene, dict]:
         if show_ops and slot % every == 0
     ]
     names_height = max(text_width(name, "mono", SMALL_FONT) for name in [*named, "start"]) + 8
-    layers = [layer for layer in LAYER_NAMES if any(b.layer == layer for above, below in bands for b in above + below)]
+    drawn_layers = {band.layer for above, below in bands for band in above + below}
     hovers: dict[str, str] = {}
-    items, y = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
-    texts = [item.x + text_width(item.text, "sans", FONT) for item in items if isinstance(item, Text)]
-    texts_right = max(texts, default=0.0)  # no legend when nothing was allocated
-    width = max(width, texts_right) + RIGHT
+    layers = [layer for layer in LAYER_NAMES if layer in drawn_layers]
+    items, y, legend_right = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
+    width = max(width, legend_right) + RIGHT
     for index, report in enumerate(reports):
         prefix = f"run{index}"
         items.append(Text(LEFT, y + 8, headers[index], "title", id=f"{prefix}-title"))
         plot_top = y + 8 + FONT + 6 + 2 * (SMALL_FONT + 3)  # the title, then two rows for phase names
-        panel = _Panel(prefix, slots[index], plot_top, plot_left, column_width, end_left, low, top_value)
+        panel = _Panel(prefix, slots[index], plot_top, column_width, end_left, low, top_value)
         _draw_phases(panel, spans[index], items)
         _draw_frame(panel, items)
         _draw_bands(panel, report, bands[index], items, hovers)
@@ -512,15 +475,13 @@ def _plan(reports, labels, show_ops: bool) -> tuple[Scene, dict]:
         y = panel.frame_bottom + names_height + 6
         if every > 1 and show_ops:
             note = f"op names: one in every {every} ({plural(len(report.timeline), 'op')})"
-            items.append(Text(plot_left, y - 4, note, "tick", id=f"{prefix}-op-note"))
+            items.append(Text(PLOT_LEFT, y - 4, note, "tick", id=f"{prefix}-op-note"))
             y += SMALL_FONT + 2
     return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
 
 
 def memory_scene(reports, labels=None, show_ops: bool = True) -> Scene:
     """The memory timeline of one or more measured blocks as a ``Scene`` (see ``draw_memory_timeline``)."""
-    reports, labels = _check_reports(reports, labels)
-    require_bool(show_ops, "show_ops")
     return _plan(reports, labels, show_ops)[0]
 
 
@@ -529,8 +490,6 @@ _IDENTIFIED = re.compile(r'<(rect|polygon) id="([^"]+)"([^>]*)/>')
 
 def memory_svg(reports, labels=None, show_ops: bool = True) -> str:
     """The memory timeline as SVG, each op column and band carrying its hover text as a ``<title>``."""
-    reports, labels = _check_reports(reports, labels)
-    require_bool(show_ops, "show_ops")
     scene, hovers = _plan(reports, labels, show_ops)
 
     def with_title(match) -> str:
@@ -541,6 +500,14 @@ def memory_svg(reports, labels=None, show_ops: bool = True) -> str:
         return f'<{tag} id="{ident}"{rest}><title>{escape(hover)}</title></{tag}>'
 
     return _IDENTIFIED.sub(with_title, svg(scene))
+
+
+def _figure(scene: Scene, ax):
+    """The scene drawn, with its summary and itself attached to the figure."""
+    fig = render(scene, ax=ax)
+    fig.summary = scene.title
+    fig.scene = scene
+    return fig
 
 
 def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
@@ -565,14 +532,7 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
             ``show_ops`` is not a bool.
         ValueError: a report still measuring, or ``labels`` not one per report.
     """
-    reports, labels = _check_reports(reports, labels)
-    require_axes(ax, "ax")
-    require_bool(show_ops, "show_ops")
-    scene = _plan(reports, labels, show_ops)[0]
-    fig = render(scene, ax=ax)
-    fig.summary = scene.title
-    fig.scene = scene
-    return fig
+    return _figure(_plan(reports, labels, show_ops, ax)[0], ax)
 
 
 # ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver
@@ -587,12 +547,12 @@ CUDA_STYLES = {
     "row": Style(family="mono", size=FONT, zorder=5),
     "note": Style(size=SMALL_FONT, color="#333333", zorder=5),
 }
-_CUDA_ROWS = (
-    ("requested", "the tensors' bytes"),
-    ("allocated", "memory_allocated()"),
-    ("reserved", "memory_reserved()"),
-    ("driver", "the driver (nvidia-smi)"),
-)
+_CUDA_ROWS = {
+    "requested": "the tensors' bytes",
+    "allocated": "memory_allocated()",
+    "reserved": "memory_reserved()",
+    "driver": "the driver (nvidia-smi)",
+}
 
 
 def _check_cuda_numbers(requested, allocated, reserved, driver, source) -> None:
@@ -628,70 +588,54 @@ def cuda_memory_summary(requested, allocated, reserved, driver=None, *, source: 
 def cuda_memory_scene(requested, allocated, reserved, driver=None, *, source: str) -> Scene:
     """The four views of CUDA memory as bars on one byte scale (see ``draw_cuda_memory``)."""
     summary = cuda_memory_summary(requested, allocated, reserved, driver, source=source)
-    label_width = max(text_width(label, "mono", FONT) for _, label in _CUDA_ROWS) + 12
+    label_width = max(text_width(label, "mono", FONT) for label in _CUDA_ROWS.values()) + 12
     bar_left, bar_width, row_height = LEFT / 2 + label_width, 300.0, 20.0
-    known = driver if driver is not None else reserved
-    scale = bar_width / (known * (1.0 if driver is not None else 1.25))
+    scale = bar_width / driver if driver is not None else bar_width / (reserved * 1.25)
+    rounding, cached = allocated - requested, reserved - allocated
+    labels = dict(_CUDA_ROWS)
+    rows = [  # (row, its bar's pieces: (id, style, width), the note after it)
+        ("requested", [("tensors", "cuda-tensors", requested * scale)], format_bytes(requested)),
+        (
+            "allocated",
+            [("tensors", "cuda-tensors", requested * scale), ("rounding", "cuda-rounding", rounding * scale)],
+            f"{format_bytes(allocated)}: + {format_bytes(rounding)} rounding",
+        ),
+        (
+            "reserved",
+            [("tensors", "cuda-tensors", allocated * scale), ("cached, free", "cuda-cached", cached * scale)],
+            f"{format_bytes(reserved)}: + {format_bytes(cached)} cached, free",
+        ),
+    ]
+    rows = [(row, [piece for piece in pieces if piece[2] > 0], note) for row, pieces, note in rows]
+    if 0 < rounding * 20 < allocated:  # too thin to see: the block's end, magnified, under the allocated row
+        window = min(allocated, max(2 * MiB, 2 * rounding))
+        zoom = bar_width / window
+        labels["zoom"] = f"its last {short_bytes(window)}"
+        pieces = [
+            ("tensors", "cuda-tensors", (window - rounding) * zoom),
+            ("rounding", "cuda-rounding", rounding * zoom),
+        ]
+        rows.insert(2, ("zoom", pieces, f"the tensor ends {format_bytes(rounding)} before the block does"))
+    if driver is None:  # not measured: drawn as unknown, never as zero
+        pieces = [("tensors", "cuda-tensors", reserved * scale), ("unknown", "cuda-unknown", bar_width * 0.2)]
+        note = f"{format_bytes(reserved)} + the CUDA context and other processes: not measured here"
+    else:
+        pieces = [("tensors", "cuda-tensors", reserved * scale), ("rest", "cuda-driver", (driver - reserved) * scale)]
+        note = f"{format_bytes(driver)}: + {format_bytes(driver - reserved)} context and other processes"
+    rows.append(("driver", pieces, note))
     items = [Text(LEFT / 2, TOP, source, "title", id="cuda-source")]
-    y = TOP + FONT + 14
-    pieces = {
-        "requested": [("cuda-tensors", requested, "")],
-        "allocated": [("cuda-tensors", requested, ""), ("cuda-rounding", allocated - requested, "rounding")],
-        "reserved": [("cuda-tensors", allocated, ""), ("cuda-cached", reserved - allocated, "cached, free")],
-        "driver": [("cuda-tensors", reserved, "")],
-    }
-    values = {"requested": requested, "allocated": allocated, "reserved": reserved, "driver": driver}
-    notes_right = 0.0
-    for row, label in _CUDA_ROWS:
-        items.append(Text(LEFT / 2, y + row_height / 2, label, "row", id=f"cuda-{row}-label", baseline="middle"))
+    y, notes_right = TOP + FONT + 14, 0.0
+    for row, pieces, note in rows:
+        label_x, label_style = (LEFT / 2 + 12, "note") if row == "zoom" else (LEFT / 2, "row")
+        middle = y + row_height / 2
+        items.append(Text(label_x, middle, labels[row], label_style, id=f"cuda-{row}-label", baseline="middle"))
         x = bar_left
-        for style, nbytes, name in pieces[row]:
-            if nbytes > 0:
-                items.append(Rect(x, y, nbytes * scale, row_height, style, id=f"cuda-{row}-{name or 'tensors'}"))
-                x += nbytes * scale
-        if row == "driver" and driver is None:
-            items.append(Rect(x, y, bar_width * 0.2, row_height, "cuda-unknown", id="cuda-driver-unknown"))
-            note = f"{format_bytes(reserved)} + the CUDA context and other processes: not measured here"
-            x += bar_width * 0.2
-        elif row == "driver":
-            items.append(Rect(x, y, (driver - reserved) * scale, row_height, "cuda-driver", id="cuda-driver-rest"))
-            x += (driver - reserved) * scale
-            note = f"{format_bytes(driver)}: + {format_bytes(driver - reserved)} context and other processes"
-        else:
-            extra = {"allocated": allocated - requested, "reserved": reserved - allocated}.get(row)
-            note = format_bytes(values[row])
-            if extra is not None:
-                note += f": + {format_bytes(extra)} " + ("rounding" if row == "allocated" else "cached, free")
-        items.append(Text(x + 6, y + row_height / 2, note, "note", id=f"cuda-{row}-note", baseline="middle"))
+        for name, style, width in pieces:
+            items.append(Rect(x, y, width, row_height, style, id=f"cuda-{row}-{name}"))
+            x += width
+        items.append(Text(x + 6, middle, note, "note", id=f"cuda-{row}-note", baseline="middle"))
         notes_right = max(notes_right, x + 6 + text_width(note, "sans", SMALL_FONT))
         y += row_height + 8
-        rounding = allocated - requested
-        if row == "allocated" and 0 < rounding * 20 < allocated:  # too thin to see: the block's end, magnified
-            window = min(allocated, max(2 * MiB, 2 * rounding))
-            zoom = bar_width / window
-            label = f"its last {short_bytes(window)}"
-            items.append(
-                Text(LEFT / 2 + 12, y + row_height / 2, label, "note", id="cuda-zoom-label", baseline="middle")
-            )
-            items.append(
-                Rect(bar_left, y, (window - rounding) * zoom, row_height, "cuda-tensors", id="cuda-zoom-tensors")
-            )
-            items.append(
-                Rect(
-                    bar_left + (window - rounding) * zoom,
-                    y,
-                    rounding * zoom,
-                    row_height,
-                    "cuda-rounding",
-                    id="cuda-zoom-rounding",
-                )
-            )
-            note = f"the tensor ends {format_bytes(rounding)} before the block does"
-            items.append(
-                Text(bar_left + bar_width + 6, y + row_height / 2, note, "note", id="cuda-zoom-note", baseline="middle")
-            )
-            notes_right = max(notes_right, bar_left + bar_width + 6 + text_width(note, "sans", SMALL_FONT))
-            y += row_height + 8
     return Scene(notes_right + RIGHT, y + 4, tuple(items), CUDA_STYLES, summary)
 
 
@@ -723,8 +667,4 @@ def draw_cuda_memory(requested, allocated, reserved, driver=None, *, source: str
             ``driver < reserved``), or ``requested`` not positive.
     """
     require_axes(ax, "ax")
-    scene = cuda_memory_scene(requested, allocated, reserved, driver, source=source)
-    fig = render(scene, ax=ax)
-    fig.summary = scene.title
-    fig.scene = scene
-    return fig
+    return _figure(cuda_memory_scene(requested, allocated, reserved, driver, source=source), ax)
