@@ -615,6 +615,20 @@ def test_a_setting_past_the_storages_end_is_drawn_with_ghost_cells():
         layout_picture(lay, names=["t"])
 
 
+def test_only_a_row_past_its_own_storage_end_is_called_refused():
+    from tutorial_lib.facts.storage import planned_layout
+
+    # Each row counts in its own dtype: a float32 tensor and its uint8 view read the same 12 bytes, as 3 and 12
+    # cells. The uint8 row's last index (11) is past the float32 count (3), yet nothing is out of bounds.
+    f = torch.arange(3.0)
+    scene = layout_scene(layout_picture(f, f.view(torch.uint8), names=["f", "u"]))
+    assert "ghosttext:0" not in scene.ids()
+    # A uint8 row over the same bytes that does run past them is named with its own index and cell count.
+    lay = planned_layout(f.view(torch.uint8), (14,), (1,), 0)
+    scene = layout_scene(layout_picture(f, lay, names=["f", "u"], values_from=f))
+    assert scene.ids()["ghosttext:0"].text == "past the end of the storage (12 cells):\nreaches index 13, torch refuses"
+
+
 def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
     picked = matrix[[0, 2]]
     sources = (0, 1, 2, 3, 8, 9, 10, 11)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..common.checks import describe, require_bool, require_int, require_tensor
+from ..common.checks import describe, require_bool, require_int, require_tensor, require_type
 from ..common.text import dtype_name, plural, tuple_text
 from ..facts.storage import (
     Layout,
@@ -44,6 +44,10 @@ NESTED_CAP = 4  # rows and columns of each block above 2-D
 GRID_BLOCKS = 4  # blocks across for the next-to-last leading dimension (more dims: lines of blocks) ...
 GRID_LINES = 3  # ... and lines of blocks down
 GHOST_CELLS = 8  # cells just past a storage's end drawn for a setting that runs past it
+LAZY_BITS = (  # what a lazy bit does to the values a view reads, its name, and the test for it
+    ("conjugated", "conj", torch.Tensor.is_conj),
+    ("negated", "neg", torch.Tensor.is_neg),
+)
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,7 @@ def _row_names(names, count: int) -> list[str]:
     if len(names) != count:
         raise ValueError(f"names must have one entry per tensor: {count} tensors, {len(names)} names")
     for i, name in enumerate(names):
-        if not isinstance(name, str):
-            raise TypeError(f"names[{i}] must be a str, got {describe(name)}")
+        require_type(name, str, f"names[{i}]", "a str")
         if not name or name == "storage":
             raise ValueError(f"names[{i}] must be a non-empty name other than 'storage', got {name!r}")
     if len(set(names)) != len(names):
@@ -214,8 +217,7 @@ def _member(t, name: str, i: int) -> _Member:
     """``tensors[i]`` checked, as a row named ``name``."""
     if isinstance(t, Layout):
         return _Member(name, None, t)
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"tensors[{i}] must be a torch.Tensor or a Layout, got {describe(t)}")
+    require_type(t, torch.Tensor, f"tensors[{i}]", "a torch.Tensor or a Layout")
     tensor = require_tensor(t, f"tensors[{i}]")
     if tensor.is_nested:
         raise ValueError(f"tensors[{i}] is a nested tensor: its parts have no single storage to draw")
@@ -260,9 +262,9 @@ def _pieces(members: list[_Member], total: int, budget: int, align: int, unit: i
     (``WINDOWED_SHARE``), so a big storage's picture stays narrow; only more row starts than fit widen it.
     """
     extents = [m.layout.byte_range for m in members if m.layout.numel]
-    low, high = min((e[0] for e in extents), default=0), max((e[1] for e in extents), default=0)
     if total <= budget or not extents:
         return _joined([(0, min(total, budget))], total, unit)
+    low, high = min(start for start, _ in extents), max(stop for _, stop in extents)
     marker = GAP_UNITS * unit  # a gap marker's width, in bytes of the narrowest cell
     room = max(_align_down(budget // WINDOWED_SHARE, align), 2 * marker + 4 * align)
     if high - low <= room - 2 * marker:
@@ -331,26 +333,27 @@ def _ghost_slots(lay: Layout, end: int) -> list[int]:
     return sorted({i for i in lay.element_indices if end <= i < end + GHOST_CELLS})
 
 
-def _row_plan(strip_no: int, member: _Member, pieces, values_of=None) -> tuple[list[PictureCell], list[PictureStep]]:
+def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list[PictureCell], list[PictureStep]]:
     """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1.
 
-    ``values_of(start, stop)`` reads the row's own dtype from the storage: given for a row whose dtype differs
-    from its strip's, its read cells show the values of their bytes instead of positions.
+    ``holder``: given for a row whose dtype differs from its strip's, the tensor whose storage, read in the row's
+    own dtype, gives the values its read cells show instead of positions.
     """
-    lay = member.layout
-    slots = [index for window in _slots(pieces, lay.itemsize) for index in window]
-    ghosts = _ghost_slots(lay, pieces[-1][2] // lay.itemsize if pieces else 0)
+    lay, size = member.layout, member.layout.itemsize
+    windows = _slots(pieces, size)
+    slots = [index for window in windows for index in window]
+    ghosts = _ghost_slots(lay, pieces[-1][2] // size if pieces else 0)
     found = lay.positions_at(slots + ghosts, tail=TAIL_LISTED)
     values = {}
-    if values_of is not None:
-        for window in _slots(pieces, lay.itemsize):
-            values.update(zip(window, values_of(window.start, window.stop)))
+    if holder is not None:  # the raw storage read as the row's dtype
+        for window in windows:
+            texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, lay.dtype)
+            values.update(zip(window, texts))
     span = lay.index_range
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
     complete = not lay.indices_truncated
     exact = complete or lay.has_internal_overlap is False
-    size = lay.itemsize
     cells = []
     for index in slots:
         positions = tuple(found.get(index, ()))
@@ -384,14 +387,13 @@ def _shown(size: int, cap: int) -> tuple[int | None, ...]:
 
 def _cut_text(name: str, shape: tuple[int, ...], blocks: tuple[GridBlock, ...]) -> str:
     """What a capped grid leaves out, e.g. "x's grid shows 6 of 100 rows, 8 of 30 columns"; '' if nothing."""
-    drawn = [len([i for i in blocks[0].rows if i is not None]), len([i for i in blocks[0].columns if i is not None])]
-    wholes = [shape[-2] if len(shape) > 1 else 1, shape[-1] if shape else 1]
-    parts = [f"{shown:,} of {whole:,} {what}" for shown, whole, what in zip(drawn, wholes, ("rows", "columns"))]
-    parts = [part for part, shown, whole in zip(parts, drawn, wholes) if shown < whole]
-    if len(shape) > 2:
-        drawn_blocks, blocks_in_all = sum(None not in b.lead for b in blocks), math.prod(shape[:-2])
-        if drawn_blocks < blocks_in_all:
-            parts.append(f"{drawn_blocks:,} of {blocks_in_all:,} blocks")
+    first = blocks[0]
+    counts = {  # (drawn, in all); a grid up to 2-D is one block
+        "rows": (sum(i is not None for i in first.rows), (1, 1, *shape)[-2]),
+        "columns": (sum(j is not None for j in first.columns), (1, *shape)[-1]),
+        "blocks": (sum(None not in block.lead for block in blocks), math.prod(shape[:-2])),
+    }
+    parts = [f"{shown:,} of {whole:,} {what}" for what, (shown, whole) in counts.items() if shown < whole]
     return f"{name}'s grid shows {', '.join(parts)}" if parts else ""
 
 
@@ -402,10 +404,9 @@ def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
     if lay.numel == 0:
         return PictureGrid(strip_no, member.name, shape, (), (), "")
     nested = len(shape) > 2
-    rows = _shown(shape[-2], NESTED_CAP if nested else GRID_ROWS) if len(shape) > 1 else (0,)
-    columns = (
-        _shown(shape[-1], NESTED_CAP if nested else GRID_COLUMNS * (2 if len(shape) == 1 else 1)) if shape else (0,)
-    )
+    down, across = (1, 1, *shape)[-2:]  # 0-d: one row of one column; 1-D: one row
+    rows = _shown(down, NESTED_CAP if nested else GRID_ROWS)
+    columns = _shown(across, NESTED_CAP if nested else GRID_COLUMNS * (2 if len(shape) == 1 else 1))
     leading = shape[:-2]
     # Above 2-D: one line of blocks per index of the dims before the last leading one, across by that one.
     line_dims = leading[:-1]
@@ -414,26 +415,21 @@ def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
         for k in _shown(math.prod(line_dims), GRID_LINES)
     ]
     places = _shown(leading[-1], GRID_BLOCKS) if leading else ((),)
-    blocks, elements, line_no = [], [], 0
-    end = lay.storage_nbytes // lay.itemsize
-    for line in lines:
-        if None in line and blocks and None in blocks[-1].lead:
-            continue  # one "⋮" line stands for every elided line
+    spots = [(r, c, i, j) for r, i in enumerate(rows) for c, j in enumerate(columns) if None not in (i, j)]
+    blocks, elements = [], []
+    end = lay.storage_numel  # elements reading this index or a later one are ghosts
+    for line_no, line in enumerate(lines):  # at most one elided ("⋮") line stands for every line left out
         for place_no, place in enumerate(places):
             lead = (*line, place) if leading else ()
             blocks.append(GridBlock(lead, line_no, place_no, rows, columns))
             if None in lead:
                 continue
-            for r, i in enumerate(rows):
-                for c, j in enumerate(columns):
-                    if i is None or j is None:
-                        continue
-                    index = (*lead, i, j)[-len(shape) :] if shape else ()
-                    position = sum(k * math.prod(shape[d + 1 :]) for d, k in enumerate(index))
-                    at = lay.storage_offset + sum(k * step for k, step in zip(index, lay.stride))
-                    source = copied[1][position] if copied and position < len(copied[1]) else None
-                    elements.append(GridElement(len(blocks) - 1, r, c, index, position, at, at >= end, source))
-        line_no += 1
+            for r, c, i, j in spots:  # each element the block draws: its place in the block, its last two indices
+                index = (*lead, i, j)[-len(shape) :] if shape else ()
+                position = sum(k * math.prod(shape[d + 1 :]) for d, k in enumerate(index))
+                at = lay.index_of(*index)
+                source = copied[1][position] if copied and position < len(copied[1]) else None
+                elements.append(GridElement(len(blocks) - 1, r, c, index, position, at, at >= end, source))
     blocks = tuple(blocks)
     cut = _cut_text(member.name, shape, blocks)
     return PictureGrid(strip_no, member.name, shape, blocks, tuple(elements), cut, copied[0] if copied else "")
@@ -497,22 +493,6 @@ def _relation(member: _Member, first: _Member) -> str | None:
     return f"{common:,} of them also read by {name}"
 
 
-def _lazy_bits(tensor) -> str:
-    """What a lazy conj or neg view does to the values it reads ('' for other tensors and for Layouts)."""
-    if tensor is None:
-        return ""
-    bits = [
-        (what, bit)
-        for flag, what, bit in ((tensor.is_conj(), "conjugated", "conj"), (tensor.is_neg(), "negated", "neg"))
-        if flag
-    ]
-    if not bits:
-        return ""
-    return (
-        f"reads each stored value {' and '.join(w for w, _ in bits)}: the lazy {' and '.join(b for _, b in bits)} bit"
-    )
-
-
 def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     """A row's label (drawn above it) and its part of the summary; ``first`` is its strip's first row."""
     lay = member.layout
@@ -522,8 +502,10 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
         f"{member.name}: shape {shape}  stride {stride}  offset {offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
     )
     head = f"{member.name}: shape {shape} stride {stride} offset {offset}"
-    lazy = _lazy_bits(member.tensor)
-    if lazy:
+    bits = [(what, bit) for what, bit, flag in LAZY_BITS if member.tensor is not None and flag(member.tensor)]
+    if bits:  # a lazy conj or neg view: say what it does to the values it reads
+        whats, names = zip(*bits)
+        lazy = f"reads each stored value {' and '.join(whats)}: the lazy {' and '.join(names)} bit"
         label += f"  ·  {lazy}"
         head += f" ({lazy})"
     if lay.dtype != first.layout.dtype:
@@ -538,9 +520,7 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
 def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Member, pieces, slots) -> str:
     """A strip's title: its storage's size, the cells shown, and how it relates to the first strip."""
     lay = group[0].layout
-    description = (
-        f"storage of {lay.storage_nbytes // lay.itemsize:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
-    )
+    description = f"storage of {lay.storage_numel:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
     if any(kind == "gap" for kind, _, _ in pieces):
         description += f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
     if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
@@ -556,8 +536,7 @@ def _check_copied(copied, names: list[str]) -> dict:
     """``copied`` checked: ``{copy's name: (source's name, one source storage index per element)}``."""
     if copied is None:
         return {}
-    if not isinstance(copied, dict):
-        raise TypeError(f"copied must be a dict {{name: (source name, indices)}} or None, got {describe(copied)}")
+    require_type(copied, dict, "copied", "a dict {name: (source name, indices)} or None")
     for name, value in copied.items():
         if name not in names:
             raise ValueError(f"copied names {name!r}, which is not one of the names {names}")
@@ -630,38 +609,29 @@ def layout_picture(
                     PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text)
                 )
 
-        row_parts = []
+        summary_parts.append(description)
         for member in group:
-            values_of = None
-            if show_values and member.layout.dtype != dtype:
-                lay = member.layout
-                values_of = lambda start, stop, lay=lay: storage_values_text(  # noqa: E731 - one row's reader
-                    holder, start, stop, max(stop - start, 1), lay.dtype
-                )
-            row_cells, row_steps = _row_plan(strip_no, member, pieces, values_of)
+            own_values = show_values and member.layout.dtype != dtype
+            row_cells, row_steps = _row_plan(strip_no, member, pieces, holder if own_values else None)
             cells += row_cells
             steps += row_steps
             grids.append(_grid_plan(strip_no, member, copied.get(member.name)))
             label, text = _row_texts(member, first)
-            row_parts.append(text)
+            summary_parts.append(text)
             rows.append(PictureRow(strip_no, member.name, label, member.layout))
-            if values_of is not None:
+            if own_values:
                 valued.append(rows[-1])
-        summary_parts.append("; ".join([description, *row_parts]))
 
     notes, summary = _legend(strips, cells, grids, valued), "; ".join(summary_parts)
     if any(grid.elements for grid in grids):
         summary += "; each tensor is also drawn as a grid of its shape, each element naming the storage index it reads"
     for name, (source, indices) in copied.items():
-        listed = ", ".join(str(i) for i in indices[:12]) + (
-            f", … ({len(indices):,} in all)" if len(indices) > 12 else ""
-        )
-        summary += f"; {name}'s elements hold the values of {source}'s cells {listed}"
+        more = f", … ({len(indices):,} in all)" if len(indices) > 12 else ""
+        summary += f"; {name}'s elements hold the values of {source}'s cells {', '.join(map(str, indices[:12]))}{more}"
     cuts = [grid.cut for grid in grids if grid.cut]
     if cuts:
         summary += f" ({'; '.join(cuts)})"
-    states = {cell.state for cell in cells}
-    if "unknown" in states:
+    if any(cell.state == "unknown" for cell in cells):
         summary += f"; cells marked ? were not checked (tensors longer than {MAX_LISTED:,} elements)"
     for row in rows:
         if row.layout.numel and row.layout.index_range[1] >= row.layout.storage_numel:
@@ -685,8 +655,7 @@ def _legend(strips, cells, grids, valued) -> list[str]:
     for grid in grids:
         if grid.source_row:
             notes.append(f"← k under an element of {grid.row}: it was copied from {grid.source_row}'s storage cell k")
-    storage = [cell for cell in cells if cell.row == "storage"]
-    has_values = any(cell.text for cell in storage)
+    has_values = any(cell.text for cell in cells if cell.row == "storage")
     notes.append("storage: the index above each cell" + (", its value inside" if has_values else ""))
     notes.append("tensor rows: under each storage cell, the row-major position of the element that reads it")
     for row in valued:
@@ -699,10 +668,8 @@ def _legend(strips, cells, grids, valued) -> list[str]:
         notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
     if "ghost" in states:
         notes.append("dashed red: past the end of the storage, where the setting would read (torch refuses it)")
-    units = sorted({strip.itemsize for strip in strips})
-    notes.append(
-        "ruler under each storage: byte offsets (" + ", ".join(plural(u, "byte") for u in units) + " per cell)"
-    )
+    units = ", ".join(plural(itemsize, "byte") for itemsize in sorted({strip.itemsize for strip in strips}))
+    notes.append(f"ruler under each storage: byte offsets ({units} per cell)")
     return notes
 
 
@@ -815,14 +782,6 @@ def _cells_wide(text: str, style: str) -> float:
     return text_width(text, look.family, look.size, look.weight) / CELL_PT
 
 
-def _fit(text: str, cells_wide: float, style: str) -> float | None:
-    """The font size at which ``text`` fits a cell ``cells_wide`` cells wide; None: the style's own fits."""
-    room, wide = cells_wide * FIT_ROOM, _cells_wide(text, style)
-    if not text or wide <= room:
-        return None
-    return max(MIN_FONT_PT, STYLES[style].size * room / wide)
-
-
 def _across(strip: PictureStrip):
     """``(x of a byte or None where elided, [(x0, x1, hidden cells) per gap], width)`` of a strip, in cells."""
     starts, gaps, cursor = [], [], 0.0
@@ -842,8 +801,8 @@ def _across(strip: PictureStrip):
 
 def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     """(x start, x end, label) of one step's arrow; x end None for stride 0; None if the start is elided."""
-    half = itemsize / strip.unit_bytes / 2
-    start = x_at(step.from_index * itemsize)
+    half, byte = itemsize / strip.unit_bytes / 2, step.from_index * itemsize
+    start = x_at(byte)
     if start is None:
         return None
     if step.stride == 0:
@@ -857,11 +816,10 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
     if end is not None:
         return start + half, end + half, label
     # The target cell is elided: the arrow points into the gap after this window, and says so.
-    byte = step.from_index * itemsize
-    ends = [stop for kind, begin, stop in strip.pieces if kind == "cells" and begin <= byte < stop]
-    if not ends:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
+    window_end = next((stop for kind, begin, stop in strip.pieces if kind == "cells" and begin <= byte < stop), None)
+    if window_end is None:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
         return None
-    return start + half, x_at(ends[0]) + GAP_UNITS / 2, label + " (target not shown)"
+    return start + half, x_at(window_end) + GAP_UNITS / 2, label + " (target not shown)"
 
 
 def _loop(x: float, y: float) -> tuple:
@@ -887,14 +845,16 @@ def _py(y: float) -> float:
     return y * ROW_PT
 
 
-def _box(x: float, y: float, w: float, style: str, ident: str) -> Rect:
-    """A cell-high rectangle ``w`` cells wide with its top left at (x, y)."""
-    return Rect(_px(x), _py(y), w * CELL_PT, CELL_HEIGHT * ROW_PT, style, ident)
+def _box(x: float, y: float, w: float, style: str, ident: str, h: float = CELL_HEIGHT) -> Rect:
+    """A rectangle ``w`` cells wide and ``h`` layout units tall with its top left at (x, y)."""
+    return Rect(_px(x), _py(y), w * CELL_PT, h * ROW_PT, style, ident)
 
 
 def _centred(x: float, y: float, text: str, style: str, ident: str = "", fit: float = 0.0) -> Text:
-    """A text centred on (x, y), shrunk to fit ``fit`` cells across when that is given."""
-    return Text(_px(x), _py(y), text, style, ident, "middle", "middle", _fit(text, fit, style) if fit else None)
+    """A text centred on (x, y), shrunk (down to MIN_FONT_PT) to fit ``fit`` cells across when that is given."""
+    room, wide = fit * FIT_ROOM, _cells_wide(text, style) if fit else 0.0
+    size = max(MIN_FONT_PT, STYLES[style].size * room / wide) if wide > room else None  # None: the style's own
+    return Text(_px(x), _py(y), text, style, ident, "middle", "middle", size)
 
 
 def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str, turned: bool) -> list:
@@ -909,9 +869,7 @@ def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str
         if cell.text:
             items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
         return items
-    style = {"unread": "unread", "unknown": "unknown", "ghost": "ghost"}.get(
-        cell.state, fill
-    ) + "-repeated" * cell.repeated
+    style = (fill if cell.state == "read" else cell.state) + "-repeated" * cell.repeated
     items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
     listed = ",".join(str(p) for p in cell.positions)
     if cell.text and cell.repeated and len(listed) <= POSITIONS_PER_CELL * wide:
@@ -960,28 +918,23 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
     if not grid.elements:
         return items, width, height
     first = grid.blocks[0]
-    numbers = [f"{e.storage_index:,}" for e in grid.elements]
-    element_w = min(MAX_ELEMENT_WIDTH, max(1.0, max(_cells_wide(n, "element") for n in numbers) / FIT_ROOM))
+    widest = max(_cells_wide(f"{element.storage_index:,}", "element") for element in grid.elements)
+    element_w = min(MAX_ELEMENT_WIDTH, max(1.0, widest / FIT_ROOM))
     head_w = max(0.8, _cells_wide(f"{max(i for i in first.rows if i is not None)}", "grid-head") + 0.4)
     label_h = BLOCK_LABEL_HEIGHT if len(shape) > 2 else 0.0
     element_h = COPY_ELEMENT_HEIGHT if grid.source_row else ELEMENT_HEIGHT  # a copy's elements name their source
     block_w = len(first.columns) * element_w
     block_h = label_h + GRID_HEAD_HEIGHT + len(first.rows) * element_h
-    by_block = {}
-    for element, number in zip(grid.elements, numbers):
-        by_block.setdefault(element.block, []).append((element, number))
     for k, block in enumerate(grid.blocks):
-        bx, top = (
-            x + head_w + block.place * (block_w + BLOCK_GAP),
-            y + GRID_TITLE_HEIGHT + block.line * (block_h + LINE_GAP),
-        )
+        bx = x + head_w + block.place * (block_w + BLOCK_GAP)
+        top = y + GRID_TITLE_HEIGHT + block.line * (block_h + LINE_GAP)
         width = max(width, bx + block_w - x)
         ident = f"{name}:{k}"
         if None in block.lead:
-            if block.place == 0 and None in block.lead[:-1]:  # a whole line of blocks left out: one "⋮"
-                items.append(_centred(bx + block_w / 2, top + block_h / 2, "⋮", "elided", f"gridgap:{ident}"))
-            elif block.lead[-1] is None and None not in block.lead[:-1]:
-                items.append(_centred(bx + block_w / 2, top + block_h / 2, "…", "elided", f"gridgap:{ident}"))
+            line_left_out = None in block.lead[:-1]  # a whole line of blocks: one "⋮" stands for it
+            if block.place == 0 or not line_left_out:
+                mark = "⋮" if line_left_out else "…"
+                items.append(_centred(bx + block_w / 2, top + block_h / 2, mark, "elided", f"gridgap:{ident}"))
             continue
         if label_h:
             lead = ", ".join(str(i) for i in block.lead)
@@ -999,44 +952,23 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
         for r, i in enumerate(block.rows):
             for c, j in enumerate(block.columns):
                 if i is None or j is None:
-                    middle = (bx + (c + 0.5) * element_w, rows_top + (r + 0.5) * element_h)
-                    items.append(
-                        _centred(*middle, "⋮" if i is None else "…", "grid-elided", f"gridcut:{ident}:{r}:{c}")
-                    )
-        for element, number in by_block.get(k, ()):
+                    middle = bx + (c + 0.5) * element_w, rows_top + (r + 0.5) * element_h
+                    mark = "⋮" if i is None else "…"
+                    items.append(_centred(*middle, mark, "grid-elided", f"gridcut:{ident}:{r}:{c}"))
+        for element in [e for e in grid.elements if e.block == k]:
             left, top_e = bx + element.column * element_w, rows_top + element.row * element_h
-            style = "ghost" if element.past_end else fill
+            middle, at = left + element_w / 2, f"{name}:{element.position}"
+            style, inset = "ghost" if element.past_end else fill, 2 * CELL_INSET
             items.append(
-                Rect(
-                    _px(left + CELL_INSET),
-                    _py(top_e + CELL_INSET),
-                    (element_w - 2 * CELL_INSET) * CELL_PT,
-                    (element_h - 2 * CELL_INSET) * ROW_PT,
-                    style,
-                    f"elem:{name}:{element.position}",
-                )
+                _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset)
             )
+            number_y = top_e + (ELEMENT_HEIGHT if element.source is not None else element_h) / 2
             items.append(
-                _centred(
-                    left + element_w / 2,
-                    top_e + (ELEMENT_HEIGHT / 2 if element.source is not None else element_h / 2),
-                    number,
-                    "element",
-                    f"elemtext:{name}:{element.position}",
-                    element_w,
-                )
+                _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w)
             )
-            if element.source is not None:
-                items.append(
-                    _centred(
-                        left + element_w / 2,
-                        top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05,
-                        f"← {element.source:,}",
-                        "source",
-                        f"source:{name}:{element.position}",
-                        element_w,
-                    )
-                )
+            if element.source is not None:  # under its storage index, the cell it was copied from
+                source_y = top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05
+                items.append(_centred(middle, source_y, f"← {element.source:,}", "source", f"source:{at}", element_w))
         height = max(height, rows_top + len(block.rows) * element_h - y)
     return items, width, height
 
@@ -1056,8 +988,7 @@ def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
             x = _px(x_at(byte))
             comb += [(x, top), (x, tooth), (x, top)]
         items.append(Line(tuple(comb), "ruler", f"bytes:{strip.index}:{begin}"))
-        first = _align_up(begin, strip.itemsize)
-        for k, byte in enumerate(range(first, stop + 1, strip.itemsize)):
+        for k, byte in enumerate(range(_align_up(begin, strip.itemsize), stop + 1, strip.itemsize)):
             x = _px(x_at(byte))
             items.append(Line(((x, _py(y)), (x, _py(y + RULER_TICK))), "ruler"))
             if k == 0 or (byte % (every * strip.itemsize) == 0 and k >= every):  # none crowds the first
@@ -1082,14 +1013,10 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     Raises:
         TypeError: ``picture`` is not a LayoutPicture (from ``layout_picture``).
     """
-    if not isinstance(picture, LayoutPicture):
-        raise TypeError(f"picture must be a LayoutPicture, got {describe(picture)}")
+    require_type(picture, LayoutPicture, "picture", "a LayoutPicture")
     fills = {row.name: f"row{i % len(ROW_FILLS)}" for i, row in enumerate(picture.rows)}
     rows = {row.name: row for row in picture.rows}
     grids = {grid.row: grid for grid in picture.grids}
-    steps_by_row: dict[str, list[PictureStep]] = {}
-    for step in picture.steps:
-        steps_by_row.setdefault(step.row, []).append(step)
     legend = "\n".join(picture.notes)
     # The legend at the top; strips below it, top to bottom; items go out as titles and gaps, grids, cells,
     # labels, then steps.
@@ -1108,8 +1035,6 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         # wider than the strip or GRID_BAND cells, so many views of a big storage do not widen the picture.
         x, line_top, line_h, band_w = 0.0, y + GRID_GAP, 0.0, max(strip_width, GRID_BAND)
         for name in strip.rows:
-            if name not in grids:
-                continue
             drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
             if x > 0 and x + grid_w > band_w:
                 x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
@@ -1123,7 +1048,7 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         y += CELL_HEIGHT
         heads += _ruler_items(strip, x_at, y)
         y += RULER_HEIGHT
-        row_y = {}
+        row_y = {"storage": top}  # each row's top
         for name in strip.rows:
             row = rows[name]
             width = max(width, _cells_wide(row.label, "label"))
@@ -1133,8 +1058,8 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             labels.append(Text(_px(0), label_y, row.label, "label", f"label:{strip.index}:{name}", baseline="bottom"))
             y += CELL_HEIGHT
             # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
-            lanes, right = {}, 0.0
-            for step in sorted(steps_by_row.get(name, []), key=lambda s: abs(s.to_index - s.from_index)):
+            lanes, right, row_steps = {}, 0.0, [step for step in picture.steps if step.row == name]
+            for step in sorted(row_steps, key=lambda s: abs(s.to_index - s.from_index)):
                 y += LANE_HEIGHT
                 arrow = _arrow(step, strip, row.layout.itemsize, x_at)
                 lanes[step.dim] = (y, arrow)
@@ -1142,7 +1067,7 @@ def layout_scene(picture: LayoutPicture) -> Scene:
                     right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
                     width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
             # Labels in one column right of every arrow of the row: no tick line crosses a label.
-            for step in steps_by_row.get(name, []):
+            for step in row_steps:
                 lane, arrow = lanes[step.dim]
                 if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
                     steps += _step_items(step, arrow, row_y[name], lane, right + LABEL_PAD)
@@ -1155,20 +1080,21 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
             heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
         storage_end = strip.pieces[-1][2] if strip.pieces else 0
-        reach = max((rows[n].layout.index_range[1] for n in strip.rows if rows[n].layout.numel), default=-1)
-        ghosts = reach >= rows[strip.rows[0]].layout.storage_numel
+        # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
+        # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
+        beyond = [rows[n].layout for n in strip.rows if rows[n].layout.numel]
+        beyond = [lay for lay in beyond if lay.index_range[1] >= lay.storage_numel]
         for cell in picture.cells:
             if cell.strip == strip.index:
-                cell_top = top if cell.row == "storage" else row_y[cell.row]
                 wide = cell.nbytes / strip.unit_bytes
                 if cell.state == "ghost":  # past the end: right of the strip, a little apart
                     x0 = strip_width + GHOST_GAP + (cell.byte_start - storage_end) / strip.unit_bytes
                     width = max(width, x0 + wide)
                 else:
                     x0 = x_at(cell.byte_start)
-                cells += _cell_items(cell, x0, cell_top, wide, fills.get(cell.row, ""), turned)
-        if ghosts:
-            cells_in_all = storage_end // strip.itemsize
+                cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned)
+        if beyond:  # a setting torch refuses: say where it reaches
+            reach, cells_in_all = beyond[0].index_range[1], beyond[0].storage_numel
             text = f"past the end of the storage ({cells_in_all:,} cells):\nreaches index {reach:,}, torch refuses"
             x0 = strip_width + GHOST_GAP
             heads.append(Text(_px(x0), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
