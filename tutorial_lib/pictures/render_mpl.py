@@ -17,11 +17,8 @@ def png_bytes(fig, dpi: float = 100.0) -> bytes:
     return buffer.getvalue()
 
 
-def bare_figure(width_inches: float, height_inches: float, full: bool = True):
-    """A ``matplotlib.figure.Figure`` (not pyplot's) with one axes, displayable on its own.
-
-    ``full``: the axes fills the figure (pictures drawn in points); otherwise it is an ordinary subplot
-    with room for tick labels and axis titles (charts).
+def bare_figure(width_inches: float, height_inches: float):
+    """A ``matplotlib.figure.Figure`` (not pyplot's) with one axes filling it, displayable on its own.
 
     Nothing global is registered, so there is no too-many-figures warning and no second copy from the
     inline backend when a notebook cell returns it. Without pyplot, IPython knows no PNG formatter for a
@@ -30,24 +27,21 @@ def bare_figure(width_inches: float, height_inches: float, full: bool = True):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width_inches, height_inches))
-    ax = fig.add_axes((0, 0, 1, 1)) if full else fig.add_subplot()
     fig._repr_png_ = partial(png_bytes, fig)
-    return fig, ax
+    return fig, fig.add_axes((0, 0, 1, 1))
 
 
 def require_axes(ax, name: str = "ax"):
     """Return ``ax`` if it is None or a matplotlib Axes, else raise TypeError naming ``name``."""
-    if ax is None:
-        return None
-    from matplotlib.axes import Axes
+    if ax is not None:
+        from matplotlib.axes import Axes
 
-    if not isinstance(ax, Axes):
-        raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
+        if not isinstance(ax, Axes):
+            raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
     return ax
 
 
-_HA = {"start": "left", "middle": "center", "end": "right"}
-_VA = {"top": "top", "middle": "center", "bottom": "bottom"}
+_ALIGN = {"start": "left", "middle": "center", "end": "right", "top": "top", "bottom": "bottom"}
 _HALO = {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
 
 
@@ -67,11 +61,6 @@ def _figure_for(scene: Scene, ax, fig):
     fig.clear()
     fig.set_size_inches(size)
     return fig, fig.add_axes((0, 0, 1, 1)), scale
-
-
-def _add(ax, gid: str, collection) -> None:
-    collection.set_gid(gid)
-    ax.add_collection(collection, autolim=False)  # the limits are set: skip updating data limits
 
 
 def render(scene, ax=None, fig=None):
@@ -95,53 +84,46 @@ def render(scene, ax=None, fig=None):
         raise TypeError(f"fig must be a matplotlib Figure or None, got {describe(fig)}")
     fig, ax, scale = _figure_for(scene, require_axes(ax), fig)
     ax.set_axis_off()
-    ax.set_xlim(0, scene.width)
-    ax.set_ylim(scene.height, 0)
-    # Texts share their font properties and one clip path: left unset, the Axes builds fresh transforms for
-    # every artist, which is most of the cost of a few hundred texts.
+    ax.set(xlim=(0, scene.width), ylim=(scene.height, 0))
+    # Texts share one clip path: left unset, the Axes builds fresh transforms for every artist, which is most of
+    # the cost of a few hundred texts.
     clip = TransformedPatchPath(ax.patch)
-    fonts: dict = {}
     for name, kind, items in in_drawing_order(scene):
         style = scene.styles[name]
+        if kind is Text:
+            for item in items:
+                size = size_of(item, scene.styles) * scale
+                turned = bool(item.rotation)  # an upright label standing on (x, y)
+                artist = TextArtist(
+                    item.x,
+                    item.y,
+                    visible(item.text),
+                    color=style.color,
+                    ha="center" if turned else _ALIGN[item.anchor],
+                    va="bottom" if turned else _ALIGN[item.baseline],
+                    rotation=item.rotation,
+                    fontproperties=FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size),
+                    linespacing=style.line_spacing,
+                    zorder=style.zorder,
+                    gid=item.id or None,
+                    bbox=_HALO if style.halo else None,
+                    clip_on=False,
+                )
+                artist.set_clip_path(clip)
+                ax.add_artist(artist)
+            continue
         width = style.width * max(0.4, scale)
-        look = {"linewidths": width, "linestyles": [(0, style.dash)] if style.dash else "solid", "zorder": style.zorder}
         edge = style.edge if width else "none"
+        look = {"linewidths": width, "edgecolors": edge, "linestyles": [(0, style.dash)] if style.dash else "solid"}
         if kind is Polygon:
             shapes = [item.points if isinstance(item, Polygon) else rect_points(item) for item in items]
-            hatch = "///" if style.hatch else None
-            _add(ax, name, PolyCollection(shapes, facecolors=style.fill, edgecolors=edge, hatch=hatch, **look))
-        elif kind is not Text:
-            _add(ax, name, LineCollection([item.points for item in items], colors=edge, **look))
+            drawn = {name: PolyCollection(shapes, facecolors=style.fill, hatch="///" if style.hatch else None, **look)}
+        else:
+            drawn = {name: LineCollection([item.points for item in items], **look)}
         if kind is Arrow:
             heads = [arrow_head(item.points) for item in items]
-            _add(
-                ax,
-                f"{name}-heads",
-                PolyCollection(heads, facecolors=style.edge, edgecolors="none", zorder=style.zorder),
-            )
-        if kind is not Text:
-            continue
-        for item in items:
-            size = size_of(item, scene.styles) * scale
-            if (style.family, style.weight, size) not in fonts:
-                font = FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size)
-                fonts[style.family, style.weight, size] = font
-            turned = bool(item.rotation)  # an upright label standing on (x, y)
-            artist = TextArtist(
-                item.x,
-                item.y,
-                visible(item.text),
-                color=style.color,
-                ha="center" if turned else _HA[item.anchor],
-                va="bottom" if turned else _VA[item.baseline],
-                rotation=item.rotation,
-                fontproperties=fonts[style.family, style.weight, size],
-                linespacing=style.line_spacing,
-                zorder=style.zorder,
-                gid=item.id or None,
-                bbox=_HALO if style.halo else None,
-                clip_on=False,
-            )
-            artist.set_clip_path(clip)
-            ax.add_artist(artist)
+            drawn[f"{name}-heads"] = PolyCollection(heads, facecolors=style.edge, edgecolors="none")
+        for gid, collection in drawn.items():
+            collection.set(gid=gid, zorder=style.zorder)
+            ax.add_collection(collection, autolim=False)  # the limits are set: skip updating data limits
     return fig

@@ -3,22 +3,8 @@ carries it, and nothing is rasterised, so live widgets can redraw in a few milli
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..common.checks import describe
-from .scene import (
-    ASCENT,
-    FAMILIES,
-    Arrow,
-    Polygon,
-    Rect,
-    Scene,
-    Text,
-    arrow_head,
-    escape,
-    in_drawing_order,
-    size_of,
-)
+from .scene import ASCENT, FAMILIES, Arrow, Polygon, Rect, Scene, Text, arrow_head, escape, in_drawing_order, size_of
 
 
 def _points(points) -> str:
@@ -28,43 +14,40 @@ def _points(points) -> str:
 def _stroke(style) -> str:
     if style.edge == "none" or style.width <= 0:
         return ' stroke="none"'
-    dash = (
-        f' stroke-dasharray="{style.dash[0] * style.width:.2f},{style.dash[1] * style.width:.2f}"' if style.dash else ""
-    )
-    return f' stroke="{style.edge}" stroke-width="{style.width:g}"{dash}'
+    stroke = f' stroke="{style.edge}" stroke-width="{style.width:g}"'
+    if style.dash:
+        stroke += f' stroke-dasharray="{style.dash[0] * style.width:.2f},{style.dash[1] * style.width:.2f}"'
+    return stroke
 
 
 def _ident(item) -> str:
     return f' id="{escape(item.id)}"' if item.id else ""
 
 
-def _shape(item) -> str:
+def _shape(item, id_attribute: str) -> str:
     if isinstance(item, Rect):
-        return f'<rect{_ident(item)} x="{item.x:.2f}" y="{item.y:.2f}" width="{item.w:.2f}" height="{item.h:.2f}"/>'
-    return f'<polygon{_ident(item)} points="{_points(item.points)}"/>'
+        return f'<rect{id_attribute} x="{item.x:.2f}" y="{item.y:.2f}" width="{item.w:.2f}" height="{item.h:.2f}"/>'
+    tag = "polygon" if isinstance(item, Polygon) else "polyline"
+    return f'<{tag}{id_attribute} points="{_points(item.points)}"/>'
 
 
 def _text(item: Text, style, size: float) -> str:
     lines = item.text.split("\n")
     step = style.line_spacing * size
-    block = size + (len(lines) - 1) * step
     if item.rotation:
         # Standing on (x, y): turned about it, starting there, centred across (as matplotlib's va="bottom").
-        where = (
-            f'x="{item.x:.2f}" y="{item.y:.2f}" text-anchor="start" dominant-baseline="central" '
-            f'transform="rotate({-item.rotation:g} {item.x:.2f} {item.y:.2f})"'
-        )
+        turn = f"rotate({-item.rotation:g} {item.x:.2f} {item.y:.2f})"
+        where = f'x="{item.x:.2f}" y="{item.y:.2f}" text-anchor="start" dominant-baseline="central" transform="{turn}"'
     else:
+        block = size + (len(lines) - 1) * step
         top = {"top": item.y, "middle": item.y - block / 2, "bottom": item.y - block}[item.baseline]
         where = f'x="{item.x:.2f}" y="{top + ASCENT * size:.2f}" text-anchor="{item.anchor}"'
-    font = f'font-family="{", ".join(FAMILIES[style.family])}" font-size="{size:.2f}"'
-    if style.weight != "normal":
-        font += f' font-weight="{style.weight}"'
-    if len(lines) == 1:
-        body = escape(item.text)
-    else:
+    weight = f' font-weight="{style.weight}"' if style.weight != "normal" else ""
+    font = f'font-family="{", ".join(FAMILIES[style.family])}" font-size="{size:.2f}"{weight}'
+    body = escape(item.text)
+    if len(lines) > 1:
         body = "".join(
-            f'<tspan x="{item.x:.2f}" dy="{0 if i == 0 else step:.2f}">{escape(line)}</tspan>'
+            f'<tspan x="{item.x:.2f}" dy="{step if i else 0:.2f}">{escape(line)}</tspan>'
             for i, line in enumerate(lines)
         )
     halo = ""
@@ -96,15 +79,12 @@ def svg(scene: Scene) -> str:
             body = "".join(_text(item, style, size_of(item, scene.styles)) for item in items)
             out.append(f'<g class="{escape(name)}">{body}</g>')
             continue
-        if kind is Polygon:
-            body = "".join(_shape(item) for item in items)
-            out.append(f'<g class="{escape(name)}" fill="{style.fill}"{_stroke(style)}>{body}</g>')
-            if style.hatch:
-                shapes = "".join(_shape(replace(item, id="")) for item in items)
-                out.append(f'<g fill="url(#hatch)" fill-opacity="0.45" stroke="none">{shapes}</g>')
-            continue
-        lines = "".join(f'<polyline{_ident(item)} points="{_points(item.points)}"/>' for item in items)
-        out.append(f'<g class="{escape(name)}" fill="none"{_stroke(style)}>{lines}</g>')
+        body = "".join(_shape(item, _ident(item)) for item in items)
+        fill = style.fill if kind is Polygon else "none"
+        out.append(f'<g class="{escape(name)}" fill="{fill}"{_stroke(style)}>{body}</g>')
+        if kind is Polygon and style.hatch:
+            shapes = "".join(_shape(item, "") for item in items)
+            out.append(f'<g fill="url(#hatch)" fill-opacity="0.45" stroke="none">{shapes}</g>')
         if kind is Arrow:
             heads = "".join(f'<polygon points="{_points(arrow_head(item.points))}"/>' for item in items)
             out.append(f'<g fill="{style.edge}" stroke="none">{heads}</g>')

@@ -60,30 +60,27 @@ class Rect:
 
 
 @dataclass(frozen=True, slots=True)
-class Polygon:
+class _Path:
+    """The fields of ``Polygon``, ``Line`` and ``Arrow``, which the renderers tell apart by their class."""
+
+    points: tuple
+    style: str
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Polygon(_Path):
     """A closed, filled shape through ``points``."""
 
-    points: tuple
-    style: str
-    id: str = ""
-
 
 @dataclass(frozen=True, slots=True)
-class Line:
+class Line(_Path):
     """An open polyline through ``points``."""
 
-    points: tuple
-    style: str
-    id: str = ""
-
 
 @dataclass(frozen=True, slots=True)
-class Arrow:
+class Arrow(_Path):
     """A polyline through ``points`` with a filled head (the style's edge colour) at the last point."""
-
-    points: tuple
-    style: str
-    id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,20 +154,14 @@ def text_width(text: str, family: str = "mono", size: float = 8.0, weight: str =
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-def _code(match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def visible(text: str) -> str:
     """``text`` with the characters XML cannot hold written as escapes (``\\x01``), for both renderers."""
-    return _NOT_XML.sub(_code, text)
+    return _NOT_XML.sub(lambda match: ascii(match.group())[1:-1], text)  # as Python writes them
 
 
 def escape(text: str) -> str:
     """``text`` safe inside SVG/XML text or attributes (after ``visible``)."""
-    text = visible(text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def arrow_head(points) -> tuple:
@@ -192,15 +183,12 @@ def in_drawing_order(scene: Scene) -> list[tuple[str, type, list]]:
     """Items in runs ``(style, kind, items)`` by zorder, then scene order: both renderers stack them so."""
     runs: dict[tuple[str, type], list] = {}
     for item in scene.items:
-        kind = Polygon if isinstance(item, Rect) else type(item)
-        runs.setdefault((item.style, kind), []).append(item)
-    keys = list(runs)
-    order = sorted(range(len(keys)), key=lambda k: (scene.styles[keys[k][0]].zorder, k))
-    return [(keys[k][0], keys[k][1], runs[keys[k]]) for k in order]
+        runs.setdefault((item.style, Polygon if isinstance(item, Rect) else type(item)), []).append(item)
+    # sorted() is stable: runs of one zorder keep the order they first appear in
+    return [(*key, runs[key]) for key in sorted(runs, key=lambda key: scene.styles[key[0]].zorder)]
 
 
 def _moved(item, dx: float, dy: float, style: str, ident: str):
-    """``item`` shifted by (dx, dy), with a new style name and id."""
     if isinstance(item, (Rect, Text)):
         return replace(item, x=item.x + dx, y=item.y + dy, style=style, id=ident)
     return replace(item, points=tuple((x + dx, y + dy) for x, y in item.points), style=style, id=ident)
@@ -225,12 +213,10 @@ def side_by_side(scenes, captions=None, gap: float = 18.0) -> Scene:
         if caption:
             items.append(Text(x + 4, 2, caption, "panel-caption", f"{k}/caption"))
         for item in scene.items:
-            style = item.style
-            if styles.get(style, scene.styles[style]) != scene.styles[style]:
-                style = f"{k}/{style}"
-            styles[style] = scene.styles[item.style]
+            look = scene.styles[item.style]
+            style = item.style if styles.get(item.style, look) == look else f"{k}/{item.style}"
+            styles[style] = look
             items.append(_moved(item, x, top, style, f"{k}/{item.id}" if item.id else ""))
         x += scene.width + gap
-    height = top + max(s.height for s in scenes)
     title = " | ".join(f"{c}: {s.title}" if c and s.title else c or s.title for s, c in zip(scenes, captions))
-    return Scene(x - gap, height, tuple(items), styles, title)
+    return Scene(x - gap, top + max(s.height for s in scenes), tuple(items), styles, title)
