@@ -102,39 +102,38 @@ class _Chip:
 
     @property
     def size(self) -> tuple[float, float]:
-        widths = [text_width(self.text, MONO, CHIP_FONT_SIZE) + (SWATCH if self.swatch else 0.0)]
-        if self.warning:
-            widths.append(text_width(self.warning, SANS, CHIP_FONT_SIZE, "bold"))
-        return max(widths) + 2 * CHIP_PAD_X, (1 + bool(self.warning)) * _CHIP_LINE + 2 * CHIP_PAD_Y
+        warning = text_width(self.warning, SANS, CHIP_FONT_SIZE, "bold") if self.warning else 0.0
+        width = max(text_width(self.text, MONO, CHIP_FONT_SIZE) + (SWATCH if self.swatch else 0.0), warning)
+        return width + 2 * CHIP_PAD_X, (1 + bool(self.warning)) * _CHIP_LINE + 2 * CHIP_PAD_Y
 
 
 @dataclass(frozen=True)
 class _Box:
-    """The texts of one box: its kind (``output``, ``backward``, ``leaf`` or ``group``), title, id tag (``#3``, ''
-    for groups), lines above its saved-tensor chips, the chips, lines below them, stale count, new this step."""
+    """One box: its kind (``output``, ``backward``, ``leaf`` or ``group``), texts, saved-tensor chips and marks."""
 
     item: int
     kind: str
     title: str
     lines: tuple[str, ...]
     stale: int
-    tag: str = ""
     chips: tuple[_Chip, ...] = ()
     below: tuple[str, ...] = ()
     new: bool = False
     fill: str = ""  # a named leaf's style: its tensor colour, as its chips show it ('' for the kind's own)
 
     @property
+    def tag(self) -> str:
+        return "" if self.kind == "group" else f"#{self.item}"
+
+    @property
     def size(self) -> tuple[float, float]:
-        head = text_width(self.title, MONO, FONT_SIZE) + (
-            text_width(self.tag, MONO, SMALL_FONT_SIZE) + 8 if self.tag else 0
-        )
+        tag = text_width(self.tag, MONO, SMALL_FONT_SIZE) + 8 if self.tag else 0
         lines = self.lines + self.below
-        widths = [head] + [
+        widths = [text_width(self.title, MONO, FONT_SIZE) + tag] + [chip.size[0] for chip in self.chips]
+        widths += [
             text_width(t, SANS, FONT_SIZE, "bold") if t[:1] == _WARNING else len(t) * MONO_CHAR_WIDTH * FONT_SIZE
             for t in lines
         ]
-        widths += [chip.size[0] for chip in self.chips]
         height = (1 + len(lines)) * _LINE + sum(chip.size[1] + CHIP_GAP for chip in self.chips) + 2 * PAD_Y
         return max(widths) + 2 * PAD_X, height
 
@@ -161,7 +160,7 @@ def _bytes_text(count: int) -> str:
     return f"{count:.3g} GiB"
 
 
-def _chip(saved, swatches: dict) -> _Chip:
+def _chip(saved, colours: dict) -> _Chip:
     """A saved tensor's chip: name, shape and bytes, its versions when stale, why they are unknown otherwise."""
     parts = [saved.attribute + (f" = {saved.name}" if saved.name else "")]
     if saved.shape is not None:
@@ -171,18 +170,18 @@ def _chip(saved, swatches: dict) -> _Chip:
     why = {"freed": "freed by backward", "hooked": "packed by a hook", "unknown": "version unknown"}
     if saved.state in why and (saved.note or saved.state != "unknown"):
         parts.append(why[saved.state])
-    text, swatch = visible(" · ".join(parts)), swatches.get(saved.name, "")
+    text = visible(" · ".join(parts))
+    swatch = f"graph-swatch-{colours[saved.name]}" if saved.name in colours else ""
     if not saved.stale:
-        style = "graph-chip-gone" if saved.state in ("freed", "hooked", "unknown") else "graph-chip"
-        return _Chip(text, style, swatch=swatch)
+        return _Chip(text, "graph-chip-gone" if saved.state in why else "graph-chip", swatch=swatch)
     op = edit_words(saved)
     edit = f"{op} → v{saved.current_version}" if op else ""
     return _Chip(text, "graph-chip-stale", _stale_marker(saved), edit, saved.edited_by, swatch)
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes, swatches: dict, new: bool) -> _Box:
+def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new: bool) -> _Box:
     """A node's box: shape, values, saved tensors as chips (stale ones even when show_saved is off: they are the
-    point), then the lines ``watch_inplace`` recorded."""
+    point), then the lines ``watch_inplace`` recorded; a leaf a chip names in the chip's colour."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
@@ -193,24 +192,22 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes, swatches: d
     chips = []
     for saved in node.saved:
         if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
-            chips.append(_chip(saved, swatches))
+            chips.append(_chip(saved, colours))
     below = [f"… {len(node.saved) - len(chips)} more saved"] if show_saved and len(node.saved) > len(chips) else []
     below.extend(line_notes)  # from watch_inplace: who saved it, who changed it
     stale = sum(1 for s in node.saved if s.stale)
-    return _Box(
-        node.id, node.kind, visible(node.label), tuple(lines), stale, f"#{node.id}", tuple(chips), tuple(below), new
-    )
+    fill = f"graph-boxes-leaf-{colours[node.label]}" if node.kind == "leaf" and node.label in colours else ""
+    return _Box(node.id, node.kind, visible(node.label), tuple(lines), stale, tuple(chips), tuple(below), new, fill)
 
 
-def _wrap_list(text: str, width: int, breaks: str = r"(?<=, )|(?<=: )") -> list[str]:
+def _wrap_list(text: str, width: int) -> list[str]:
     """Wrap at most ``width`` characters a line, breaking only after ", " or ": " (keeps "2 TBackward0" whole)."""
     pieces = []
-    for piece in re.split(breaks, text):  # a piece too long for a line is broken at its spaces
+    for piece in re.split(r"(?<=, )|(?<=: )", text):  # a piece too long for a line is broken at its spaces
         pieces.extend(re.split(r"(?<= )", piece) if len(piece.rstrip()) > width else [piece])
     lines = [""]
     for piece in pieces:
         if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > width:
-            lines[-1] = lines[-1].rstrip()
             lines.append("")
         lines[-1] += piece
     return [line.rstrip() for line in lines if line.strip()]
@@ -255,17 +252,6 @@ def _hazard_text(node_name: str, saved) -> str:
     return f"{node_name} saved {saved.attribute}{named} v{saved.saved_version}, now v{saved.current_version}{edit}"
 
 
-def _named_saved_text(graph: Graph, drawn: set) -> str:
-    """``x1 (MulBackward0, SinBackward0), x2 (MulBackward0)``: which drawn nodes saved each named tensor."""
-    savers: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        if node.id in drawn:
-            for saved in node.saved:
-                if saved.name is not None and node.name not in savers.setdefault(saved.name, []):
-                    savers[saved.name].append(node.name)
-    return ", ".join(f"{name} ({', '.join(nodes)})" for name, nodes in savers.items())
-
-
 def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int, drawn: set) -> str:
     """One line: the graph's counts, its groups, what is not drawn, stale, named and freed saved tensors, values."""
     backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
@@ -277,8 +263,7 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
     if view.groups:
         parts.append(view.describe())
     if len(items) < len(view.items) or graph.truncated:
-        drawn_nodes = sum(len(view.members(i)) for i in items)
-        parts.append(f"drawing {drawn_nodes} of {graph.total_nodes} nodes ({len(items)} boxes)")
+        parts.append(f"drawing {len(drawn)} of {graph.total_nodes} nodes ({len(items)} boxes)")
     stale = [(n, s) for n in graph.nodes for s in n.saved if s.stale]
     total_stale = len(stale) + hidden_hazards
     if total_stale:
@@ -290,9 +275,12 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         parts.append(f"no saved tensor {'that could be read ' if graph.unseen else ''}was changed in place")
     if graph.unseen:
         parts.append("not checked: " + "; ".join(graph.unseen))
-    named = _named_saved_text(graph, drawn)
-    if named:
-        parts.append(f"saved for backward: {named}")
+    savers: dict[str, list[str]] = {}  # x1 (MulBackward0, SinBackward0): the drawn nodes that saved a named tensor
+    for name, saver in dict.fromkeys((s.name, n.name) for n in graph.nodes if n.id in drawn for s in n.saved):
+        if name is not None:
+            savers.setdefault(name, []).append(saver)
+    if savers:
+        parts.append("saved for backward: " + ", ".join(f"{name} ({', '.join(by)})" for name, by in savers.items()))
     freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
     if freed:
         parts.append(f"{plural(freed, 'saved tensor')} already freed by backward()")
@@ -359,15 +347,12 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         cw, ch = chip.size
         rect = Rect(x + PAD_X, chip_top, cw, ch, chip.style, f"chip:{box.item}:{k}")
         items.append(rect)
-        inset = 0.0
         if chip.swatch:
             items.append(Rect(rect.x, rect.y, SWATCH - 2, ch, chip.swatch, f"swatch:{box.item}:{k}"))
-            inset = SWATCH
-        where = (rect.x + inset + CHIP_PAD_X, chip_top + CHIP_PAD_Y)
-        items.append(Text(*where, chip.text, "graph-chip-text", f"chip-text:{box.item}:{k}"))
+        text_x, text_y = rect.x + (SWATCH if chip.swatch else 0.0) + CHIP_PAD_X, chip_top + CHIP_PAD_Y
+        items.append(Text(text_x, text_y, chip.text, "graph-chip-text", f"chip-text:{box.item}:{k}"))
         if chip.warning:
-            where = (rect.x + inset + CHIP_PAD_X, chip_top + CHIP_PAD_Y + _CHIP_LINE)
-            items.append(Text(*where, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
+            items.append(Text(text_x, text_y + _CHIP_LINE, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
         placed.append((chip, rect))
         chip_top += ch + CHIP_GAP
     items.extend(_text_items(box.below, x, chip_top, box.item))
@@ -377,6 +362,7 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
 def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
     """The in-place write drawn: a dashed vermilion edge from the chip to the box of the node that wrote the tensor
     (its right side, run ``EDIT_GAP`` right of ``right``), labelled ``mul_ → v1``; just the label when not drawn."""
+    key = rect.id.removeprefix("chip:")
     y = rect.y + rect.h / 2
     label_at = (rect.x + rect.w + 3, y - 1)
     items = []
@@ -384,27 +370,19 @@ def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
         tx, ty, tw, th = target
         run = max(right, tx + tw) + EDIT_GAP
         points = ((rect.x + rect.w, y), (run, y), (run, ty + th / 2), (tx + tw + 3, ty + th / 2))
-        items.append(Arrow(points, "graph-edit", f"edit:{rect.id.removeprefix('chip:')}"))
+        items.append(Arrow(points, "graph-edit", f"edit:{key}"))
         label_at = (run + 3, (y + ty + th / 2) / 2)
-    items.append(
-        Text(*label_at, chip.edit, "graph-edit-label", f"edit-label:{rect.id.removeprefix('chip:')}", baseline="middle")
-    )
+    items.append(Text(*label_at, chip.edit, "graph-edit-label", f"edit-label:{key}", baseline="middle"))
     return items
 
 
 def _legend_entries(boxes, layout: GraphLayout) -> list[str]:
     """The legend's entries for what this picture draws."""
-    kinds = {b.kind for b in boxes.values()}
-    used = {
-        "arrows": bool(layout.edges),
-        "leaf": "leaf" in kinds,
-        "output": "output" in kinds,
-        "group": "group" in kinds,
-        "chip": any(b.chips for b in boxes.values()),
-        "hazard": any(b.stale for b in boxes.values()),
-        "new": any(b.new for b in boxes.values()),
-    }
-    return [text for key, text in _LEGEND.items() if used[key]]
+    shown = {"arrows"} if layout.edges else set()
+    for box in boxes.values():
+        marks = {"chip": box.chips, "hazard": box.stale, "new": box.new}
+        shown |= {box.kind, *(key for key, on in marks.items() if on)}
+    return [text for key, text in _LEGEND.items() if key in shown]
 
 
 def _legend_width(text: str) -> float:
@@ -417,9 +395,8 @@ def _legend_lines(entries: list[str], width: float) -> list[str]:
     """The legend's entries joined by " · " into as few lines of at most ``width`` points as they fit in."""
     lines: list[str] = []
     for entry in entries:
-        joined = f"{lines[-1]} · {entry}" if lines else entry
-        if lines and _legend_width(joined) <= width:
-            lines[-1] = joined
+        if lines and _legend_width(f"{lines[-1]} · {entry}") <= width:
+            lines[-1] += f" · {entry}"
         else:
             lines.append(entry)
     return lines
@@ -460,12 +437,12 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
         corners[p.id] = (*at(p.left, p.top), p.width, p.height)
         box_items, chips = _box_items(boxes[p.id], *corners[p.id])
         items.extend(box_items)
-        placed.extend(chips)
+        placed.extend((p.id, chip, rect) for chip, rect in chips)
     right = at(layout.width, 0)[0]
-    for chip, rect in placed:
+    for owner, chip, rect in placed:
         if chip.edit:
-            target = corners.get(item_of(chip.edited_by)) if chip.edited_by is not None else None
-            items.extend(_edit_items(chip, rect, target if target != corners.get(_owner(rect)) else None, right))
+            target = None if chip.edited_by is None else item_of(chip.edited_by)
+            items.extend(_edit_items(chip, rect, corners.get(target) if target != owner else None, right))
     if legend_lines:
         where = at(left, layout.height + top_band - PAD_Y)
         items.append(Text(*where, "\n".join(legend_lines), "graph-legend", "legend"))
@@ -475,19 +452,13 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     return Scene(content_width + 2 * MARGIN, height, tuple(items), styles, summary)
 
 
-def _owner(rect: Rect) -> int:
-    """The item whose box holds a chip (its id is ``chip:<item>:<k>``)."""
-    return int(rect.id.split(":")[1])
-
-
 def _tensor_colours(graph: Graph, drawn: set, order: list) -> dict:
-    """``{name: tensor colour index}`` of the named saved tensors and the leaves named in ``order`` (the ``names``
-    given) that are drawn: a name's place in ``order`` (so the panels of a comparison agree), then, for the rest,
-    the order the graph meets them."""
+    """``{name: tensor colour index}`` of the drawn named saved tensors and leaves named in ``order`` (the ``names``
+    given): first by place in ``order`` (so the panels of a comparison agree), the rest as the graph meets them."""
     found = dict.fromkeys(s.name for n in graph.nodes if n.id in drawn for s in n.saved if s.name is not None)
     found.update(dict.fromkeys(n.label for n in graph.nodes if n.id in drawn and n.kind == "leaf" and n.label in order))
-    extra = [name for name in found if name not in order]
-    return {name: order.index(name) if name in order else len(order) + extra.index(name) for name in found}
+    ranked = [*order, *(name for name in found if name not in order)]
+    return {name: ranked.index(name) for name in found}
 
 
 def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
@@ -526,10 +497,8 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     if names is not None and not isinstance(names, dict):
         raise TypeError(f"names must be a dict from name to tensor, got {describe(names)}")
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
-    graph = t_or_graph
-    labels = dict(model.named_parameters()) if model is not None else {}
-    if tensor is not None:
-        graph = autograd_graph(tensor, names={**labels, **(names or {})} or None)
+    labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
+    graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
 
     view = _choose_view(graph, tensor, collapse, model)
     items, cut = view.capped(max_nodes)
@@ -548,16 +517,13 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     for k in colours.values():
         styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
         styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
-    style_of_name = {name: f"graph-swatch-{k}" for name, k in colours.items()}
     boxes = {}
     for i in items:
         if view.is_group(i):
             boxes[i] = _group_box(view, i, show_saved)
             continue
         node = view.graph.nodes[i]
-        box = _node_box(node, show_values, show_saved, line_notes.get(i, ()), style_of_name, i in new_nodes)
-        if node.kind == "leaf" and node.label in colours:  # the leaf a chip names, in the same colour
-            box = replace(box, fill=f"graph-boxes-leaf-{colours[node.label]}")
+        box = _node_box(node, show_values, show_saved, line_notes.get(i, ()), colours, i in new_nodes)
         if newly_stale:  # the stepper: say which chips this step made stale
             marked = [s.attribute for s in node.saved if s.stale or show_saved]
             chips = tuple(
@@ -571,9 +537,8 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
 
     messages = []
     if len(items) < len(view.items) or graph.truncated:
-        missing = graph.total_nodes - len(drawn)
         messages.append(
-            f"… {plural(missing, 'more node')} not drawn (showing {len(drawn)} of "
+            f"… {plural(graph.total_nodes - len(drawn), 'more node')} not drawn (showing {len(drawn)} of "
             f"{graph.total_nodes}); pass collapse='repeats' or a larger max_nodes to see more"
         )
     if hidden_stale:
@@ -581,12 +546,12 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     return _scene(layout, boxes, cut, messages, view.item_of, styles, summary), view, layout
 
 
-def _panels(t_or_graph, captions) -> list | None:
-    """The graphs of a comparison (a list or tuple of tensors or Graphs), checked with their captions; None for one."""
+def _planned_all(t_or_graph, captions, *options, marks=((), ())):
+    """``_planned`` (``options``: names to model) for one graph, or for each graph of a comparison side by side."""
     if not isinstance(t_or_graph, (list, tuple)):
         if captions is not None:
             raise ValueError("captions only applies when t_or_graph is a list of tensors or Graphs (a comparison)")
-        return None
+        return _planned(t_or_graph, *options, *marks)
     if not t_or_graph:
         raise ValueError("t_or_graph must hold at least one tensor or Graph")
     if captions is not None and (
@@ -595,17 +560,8 @@ def _panels(t_or_graph, captions) -> list | None:
         or not all(isinstance(c, str) for c in captions)
     ):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
-    return list(t_or_graph)
-
-
-def _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions, marks=((), ())):
-    """``_planned`` for one graph, or for each graph of a comparison with the panels side by side."""
-    panels = _panels(t_or_graph, captions)
-    if panels is None:
-        return _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, *marks)
-    planned = [_planned(p, names, show_values, show_saved, collapse, max_nodes, model) for p in panels]
-    scene = side_by_side([p[0] for p in planned], captions)
-    return scene, tuple(p[1] for p in planned), tuple(p[2] for p in planned)
+    scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
+    return side_by_side(scenes, captions), views, layouts
 
 
 def graph_scene(
@@ -654,8 +610,8 @@ def graph_scene(
         ValueError: ``collapse`` not in ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model or a tensor,
             ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
-    marks = (new_nodes, newly_stale)
-    return _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions, marks)[0]
+    options = (names, show_values, show_saved, collapse, max_nodes, model)
+    return _planned_all(t_or_graph, captions, *options, marks=(new_nodes, newly_stale))[0]
 
 
 def draw_graph(
@@ -681,13 +637,9 @@ def draw_graph(
         TypeError, ValueError: as ``graph_scene``, or ``ax`` is not an Axes.
     """
     ax = render_mpl.require_axes(ax)
-    planned = _planned_all(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions)
-    scene, view, layout = planned
+    scene, view, layout = _planned_all(t_or_graph, captions, names, show_values, show_saved, collapse, max_nodes, model)
     fig = render_mpl.render(scene, ax=ax)
-    fig.summary = scene.title
-    fig.scene = scene
-    fig.graph_view = view
-    fig.graph_layout = layout
+    fig.summary, fig.scene, fig.graph_view, fig.graph_layout = scene.title, scene, view, layout
     return fig
 
 

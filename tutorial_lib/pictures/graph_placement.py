@@ -11,6 +11,7 @@ from bisect import bisect_right, insort
 from collections import Counter
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
+from itertools import accumulate
 
 from ..common.checks import describe, require_int
 from ..facts.graph import Graph
@@ -167,38 +168,29 @@ def _isotonic(targets: list[float], weights: list[float]) -> list[float]:
     """The non-decreasing sequence closest to ``targets`` in weighted least squares (pool adjacent violators)."""
     if all(a <= b for a, b in zip(targets, targets[1:])):
         return [w * t / w for t, w in zip(targets, weights)]  # in order: nothing to pool (same rounding as below)
-    block_weight: list[float] = []
-    block_sum: list[float] = []
-    block_count: list[int] = []
+    blocks: list[tuple[float, float, int]] = []  # (weight, weighted sum, count) of each pooled run
     for t, w in zip(targets, weights):
-        block_weight.append(w)
-        block_sum.append(w * t)
-        block_count.append(1)
-        while len(block_sum) > 1 and block_sum[-2] / block_weight[-2] > block_sum[-1] / block_weight[-1]:
-            weight, total, count = block_weight.pop(), block_sum.pop(), block_count.pop()
-            block_weight[-1] += weight
-            block_sum[-1] += total
-            block_count[-1] += count
-    return [s / w for w, s, c in zip(block_weight, block_sum, block_count) for _ in range(c)]
+        weight, total, count = w, w * t, 1
+        while blocks and blocks[-1][1] / blocks[-1][0] > total / weight:  # pool with the run before
+            prev_weight, prev_total, prev_count = blocks.pop()
+            weight, total, count = prev_weight + weight, prev_total + total, prev_count + count
+        blocks.append((weight, total, count))
+    return [total / weight for weight, total, count in blocks for _ in range(count)]
 
 
 def _add_dummies(layer_of: list[int], dag: list[tuple[int, int]]):
     """Add a dummy node per layer a long edge passes through; (upper, lower neighbours, {edge: its chain})."""
-    up: list[list[int]] = [[] for _ in layer_of]
-    down: list[list[int]] = [[] for _ in layer_of]
     chains: dict[tuple[int, int], list[int]] = {}
     for a, b in dag:
-        chain = [a]
-        for layer in range(layer_of[a] + 1, layer_of[b]):
-            layer_of.append(layer)
-            up.append([])
-            down.append([])
-            chain.append(len(layer_of) - 1)
-        chain.append(b)
+        first = len(layer_of)
+        layer_of.extend(range(layer_of[a] + 1, layer_of[b]))
+        chains[(a, b)] = [a, *range(first, len(layer_of)), b]
+    up: list[list[int]] = [[] for _ in layer_of]
+    down: list[list[int]] = [[] for _ in layer_of]
+    for chain in chains.values():
         for u, w in zip(chain, chain[1:]):
             down[u].append(w)
             up[w].append(u)
-        chains[(a, b)] = chain
     return up, down, chains
 
 
@@ -256,35 +248,30 @@ def _x_positions(orders: list[list[int]], up, down, width: list[float], n: int) 
 
     # Whom each node moves towards in each kind of sweep (a dummy always follows both its ends), and its weight:
     # dummies weigh more (long edges run straight), but not against a chain of boxes being straightened.
-    both = [up[v] + down[v] for v in range(len(x))]
-    towards_up = [up[v] if v < n else both[v] for v in range(len(x))]
-    towards_down = [down[v] if v < n else both[v] for v in range(len(x))]
-    straight = [up[v] if v < n and len(up[v]) == 1 and up[v][0] < n else both[v] for v in range(len(x))]
-    weight = [1.0 if v < n else 2.0 for v in range(len(x))]
-    weight_straight = [1.0 if v < n else 0.1 for v in range(len(x))]
+    both = [u + d for u, d in zip(up, down)]
+    towards_up, towards_down = up[:n] + both[n:], down[:n] + both[n:]
+    straight = [u if len(u) == 1 and u[0] < n else b for u, b in zip(up[:n], both)] + both[n:]
+    weight = [1.0] * n + [2.0] * (len(x) - n)
+    weight_straight = [1.0] * n + [0.1] * (len(x) - n)
 
     def place(layer: int, towards: list, weights: list) -> None:
         members, offs = orders[layer], offsets[layer]
-        targets = []
-        for v, o in zip(members, offs):
-            ns = towards[v]
-            targets.append((sum(x[u] for u in ns) / len(ns) if ns else x[v]) - o)
+        targets = [
+            (sum(x[u] for u in towards[v]) / len(towards[v]) if towards[v] else x[v]) - o for v, o in zip(members, offs)
+        ]
         if len(members) == 1:  # nothing to keep apart
             x[members[0]] = targets[0] + offs[0]
             return
         for v, o, y in zip(members, offs, _isotonic(targets, [weights[v] for v in members])):
             x[v] = y + o
 
-    for _ in range(4):
-        for layer in range(1, len(orders)):
-            place(layer, towards_up, weight)
-        for layer in range(len(orders) - 2, -1, -1):
-            place(layer, towards_down, weight)
-    for _ in range(2):
-        for layer in range(len(orders)):
-            place(layer, both, weight)
-    for layer in range(1, len(orders)):
-        place(layer, straight, weight_straight)
+    # Four sweeps down (towards upper neighbours) and up, two towards both, then chains of boxes straightened.
+    downwards, upwards = range(1, len(orders)), range(len(orders) - 2, -1, -1)
+    passes = [(downwards, towards_up, weight), (upwards, towards_down, weight)] * 4
+    passes += [(range(len(orders)), both, weight)] * 2 + [(downwards, straight, weight_straight)]
+    for layers, towards, weights in passes:
+        for layer in layers:
+            place(layer, towards, weights)
     left = min((x[v] - width[v] / 2 for v in range(len(x))), default=0.0)
     return [value - left for value in x]
 
@@ -314,9 +301,7 @@ def _layered(items, edges, counts, box, sweeps) -> GraphLayout:
 
     # y: layers stacked from the top; boxes hang from their layer's top line.
     band = [max((box[items[v]][1] for v in members if v < n), default=LINE_SPACING * FONT_SIZE) for members in orders]
-    tops = [0.0]
-    for b in band[:-1]:
-        tops.append(tops[-1] - b - LAYER_GAP)
+    tops = list(accumulate(band[:-1], lambda top, height: top - height - LAYER_GAP, initial=0.0))
     layout_height = -(tops[-1] - band[-1])
     top_of = [t + layout_height for t in tops]
 
@@ -325,17 +310,17 @@ def _layered(items, edges, counts, box, sweeps) -> GraphLayout:
         NodePosition(items[v], layer_of[v], order[v], x[v], top_of[layer_of[v]] - box[items[v]][1] / 2, *box[items[v]])
         for v in range(n)
     )
-    by_id = {p.id: p for p in nodes}
     routes = []
     for (a, b), c in count_of.items():
         flipped = (a, b) in back
         chain = chains[(b, a) if flipped else (a, b)]
-        points = [(by_id[items[chain[0]]].x, by_id[items[chain[0]]].bottom)]
+        points = [(nodes[chain[0]].x, nodes[chain[0]].bottom)]
         for d in chain[1:-1]:
             points += [(x[d], top_of[layer_of[d]]), (x[d], top_of[layer_of[d]] - band[layer_of[d]])]
-        points.append((by_id[items[chain[-1]]].x, by_id[items[chain[-1]]].top))
+        points.append((nodes[chain[-1]].x, nodes[chain[-1]].top))
         if flipped:
             points.reverse()
         routes.append(EdgeRoute(items[a], items[b], tuple(points), c, flipped))
     layers = tuple(tuple(items[v] for v in members if v < n) for members in orders)
+    by_id = {p.id: p for p in nodes}
     return GraphLayout(nodes, tuple(routes), layers, crossings, initial, layout_width, layout_height, by_id)
