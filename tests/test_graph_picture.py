@@ -25,7 +25,8 @@ from matplotlib.text import Text as TextArtist  # noqa: E402
 from models import residual, seed_example, stale_exp_example  # noqa: E402
 from torch import nn  # noqa: E402
 
-from tutorial_lib import autograd_graph, inplace_hazards  # noqa: E402
+from tutorial_lib import Graph, GraphNode, autograd_graph, inplace_hazards  # noqa: E402
+from tutorial_lib.facts.graph import SavedTensor  # noqa: E402
 from tutorial_lib.pictures.graph_picture import (  # noqa: E402
     AUTO_COLLAPSE_ABOVE,
     draw_graph,
@@ -359,6 +360,18 @@ def test_boxes_carry_their_node_ids_and_the_stepper_marks():
         graph_scene(graph, new_nodes=[True])
     with pytest.raises(TypeError, match="newly_stale"):
         graph_scene(graph, newly_stale={exp_id})
+    with pytest.raises(ValueError, match="one graph"):
+        graph_scene([graph, graph], new_nodes={exp_id})  # a comparison has no step to mark
+
+
+def test_this_step_marks_the_stale_chip_even_after_more_chips_than_a_box_shows():
+    # A box shows at most 4 current saved tensors but every stale one: the mark goes to the stale chip itself,
+    # not to the chip at the stale tensor's position among the saved ones.
+    current = tuple(SavedTensor(f"s{i}", False, (3,), torch.float32, 0, 0) for i in range(5))
+    late = SavedTensor("late", False, (3,), torch.float32, 0, 1)
+    graph = Graph((GraphNode(0, "CatBackward0", "backward", "CatBackward0", saved=(*current, late)),), (), 0, 1, False)
+    scene = graph_scene(graph, newly_stale={(0, "late")})
+    assert texts_with(scene, "warning:0") == ["⚠ stale: saved v0, now v1 · this step"]
 
 
 def test_a_comparison_draws_graphs_side_by_side_under_captions():

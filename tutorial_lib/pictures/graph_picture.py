@@ -160,8 +160,9 @@ def _bytes_text(count: int) -> str:
     return f"{count:.3g} GiB"
 
 
-def _chip(saved, colours: dict) -> _Chip:
-    """A saved tensor's chip: name, shape and bytes, its versions when stale, why they are unknown otherwise."""
+def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
+    """A saved tensor's chip: name, shape and bytes, its versions when stale (``this_step``: made stale by the
+    stepper's last step), why they are unknown otherwise."""
     parts = [saved.attribute + (f" = {saved.name}" if saved.name else "")]
     if saved.shape is not None:
         parts.append(shape_text(saved.shape))
@@ -176,12 +177,14 @@ def _chip(saved, colours: dict) -> _Chip:
         return _Chip(text, "graph-chip-gone" if saved.state in why else "graph-chip", swatch=swatch)
     op = edit_words(saved)
     edit = f"{op} → v{saved.current_version}" if op else ""
-    return _Chip(text, "graph-chip-stale", _stale_marker(saved), edit, saved.edited_by, swatch)
+    warning = _stale_marker(saved) + (" · this step" if this_step else "")
+    return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch)
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new: bool) -> _Box:
+def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new: bool, newly_stale) -> _Box:
     """A node's box: shape, values, saved tensors as chips (stale ones even when show_saved is off: they are the
-    point), then the lines ``watch_inplace`` recorded; a leaf a chip names in the chip's colour."""
+    point; ``newly_stale``: (node id, attribute) pairs made stale this step), then the lines ``watch_inplace``
+    recorded; a leaf a chip names in the chip's colour."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
@@ -192,7 +195,7 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: di
     chips = []
     for saved in node.saved:
         if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
-            chips.append(_chip(saved, colours))
+            chips.append(_chip(saved, colours, (node.id, saved.attribute) in newly_stale))
     below = [f"… {len(node.saved) - len(chips)} more saved"] if show_saved and len(node.saved) > len(chips) else []
     below.extend(line_notes)  # from watch_inplace: who saved it, who changed it
     stale = sum(1 for s in node.saved if s.stale)
@@ -523,15 +526,7 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
             boxes[i] = _group_box(view, i, show_saved)
             continue
         node = view.graph.nodes[i]
-        box = _node_box(node, show_values, show_saved, line_notes.get(i, ()), colours, i in new_nodes)
-        if newly_stale:  # the stepper: say which chips this step made stale
-            marked = [s.attribute for s in node.saved if s.stale or show_saved]
-            chips = tuple(
-                replace(c, warning=c.warning + " · this step") if (i, a) in newly_stale and c.warning else c
-                for c, a in zip(box.chips, marked)
-            )
-            box = replace(box, chips=chips)
-        boxes[i] = box
+        boxes[i] = _node_box(node, show_values, show_saved, line_notes.get(i, ()), colours, i in new_nodes, newly_stale)
     sub = view if len(items) == len(view.items) else view.restricted(items)
     layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
 
@@ -560,6 +555,8 @@ def _planned_all(t_or_graph, captions, *options, marks=((), ())):
         or not all(isinstance(c, str) for c in captions)
     ):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
+    if any(marks):
+        raise ValueError("new_nodes and newly_stale only apply to one graph, not to a comparison")
     scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
     return side_by_side(scenes, captions), views, layouts
 
