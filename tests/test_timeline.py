@@ -99,7 +99,11 @@ def test_each_column_stacks_the_bytes_the_report_says_were_held(size, steps):
         assert above - below == pytest.approx(mem.most_held[column], abs=size * 0.01 + 2)
     above, below = column_heights(scene, 0, "end")
     assert above - below == pytest.approx(mem.allocated, abs=size * 0.01 + 2)
-    assert scene.title == memory_timeline_summary([mem], ["block"])
+    assert scene.title == memory_timeline_summary([mem], ["block"]) == memory_timeline_summary(mem)
+    with pytest.raises(TypeError, match=r"reports\[1\] must be a MemoryReport"):
+        memory_timeline_summary([mem, "mem"], ["a", "b"])
+    with pytest.raises(ValueError, match="one label per report"):
+        memory_timeline_summary([mem], ["a", "b"])
 
 
 def test_a_band_ends_at_the_op_that_frees_it():

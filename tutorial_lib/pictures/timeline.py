@@ -136,8 +136,10 @@ def _last(allocation, report: MemoryReport) -> int:
     return last if last >= allocation.allocated_at else -1
 
 
-def memory_timeline_summary(reports, labels) -> str:
-    """One part per report: ops, peak, what it leaves, its phases and its largest band."""
+def memory_timeline_summary(reports, labels=None) -> str:
+    """One part per report: ops, peak, what it leaves, its phases and its largest band (raises as
+    ``draw_memory_timeline``)."""
+    reports, labels = _check(reports, labels, True)
     parts = []
     for label, report in zip(labels, reports):
         text = _headline(report, label, format_bytes) + " allocated"
