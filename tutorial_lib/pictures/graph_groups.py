@@ -24,7 +24,7 @@ from graphlib import TopologicalSorter
 
 import torch
 
-from ..common.checks import describe, require_int, require_positive_int, require_tensor
+from ..common.checks import require_int, require_positive_int, require_tensor, require_type
 from ..common.text import plural
 from ..facts.graph import Graph, autograd_graph, grad_fn_of
 
@@ -191,8 +191,7 @@ def uncollapsed(graph: Graph) -> CollapsedGraph:
 
 
 def _require_graph(graph) -> Graph:
-    if not isinstance(graph, Graph):
-        raise TypeError(f"graph must be a tutorial_lib Graph (from autograd_graph), got {describe(graph)}")
+    require_type(graph, Graph, "graph", "a tutorial_lib Graph (from autograd_graph)")
     return graph
 
 
@@ -260,8 +259,7 @@ def module_membership(t, model, graph: Graph | None = None) -> dict[int, str | N
         ValueError: ``graph`` is not ``t``'s graph.
     """
     tensor = require_tensor(t, "t")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {describe(model)}")
+    require_type(model, torch.nn.Module, "model", "a torch.nn.Module")
     graph = autograd_graph(tensor) if graph is None else _require_graph(graph)
     fns = _aligned_fns(tensor, graph)
     owner = {id(p): _parent(name) for name, p in model.named_parameters()}
@@ -359,8 +357,7 @@ def collapse_by_module(t, model, graph: Graph | None = None, depth: int | None =
         ValueError: ``depth`` < 1 or ``graph`` not ``t``'s graph.
     """
     tensor = require_tensor(t, "t")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {describe(model)}")
+    require_type(model, torch.nn.Module, "model", "a torch.nn.Module")
     if depth is not None:
         depth = require_int(depth, "depth", 1)
     if graph is None:
@@ -486,8 +483,7 @@ def collapse_repeats(graph: Graph, merge_runs: bool = False) -> CollapsedGraph:
         TypeError: ``graph`` is not a Graph or ``merge_runs`` not a bool.
     """
     _require_graph(graph)
-    if not isinstance(merge_runs, bool):
-        raise TypeError(f"merge_runs must be True or False, got {describe(merge_runs)}")
+    require_type(merge_runs, bool, "merge_runs", "True or False")
     idom = immediate_dominators(graph)
     children = _children(graph)
     parents = _parents(graph)

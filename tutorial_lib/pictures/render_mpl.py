@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from functools import partial
 
-from ..common.checks import describe
+from ..common.checks import describe, require_type
 from .scene import FAMILIES, Arrow, Polygon, Scene, Text, arrow_head, in_drawing_order, rect_points, size_of, visible
 
 
@@ -36,8 +36,7 @@ def require_axes(ax, name: str = "ax"):
     if ax is not None:
         from matplotlib.axes import Axes
 
-        if not isinstance(ax, Axes):
-            raise TypeError(f"{name} must be a matplotlib Axes or None, got {describe(ax)}")
+        require_type(ax, Axes, name, "a matplotlib Axes or None")
     return ax
 
 
@@ -78,8 +77,7 @@ def render(scene, ax=None, fig=None):
     from matplotlib.text import Text as TextArtist
     from matplotlib.transforms import TransformedPatchPath
 
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene must be a Scene, got {describe(scene)}")
+    require_type(scene, Scene, "scene", "a Scene")
     if fig is not None and not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure or None, got {describe(fig)}")
     fig, ax, scale = _figure_for(scene, require_axes(ax), fig)

@@ -3,7 +3,7 @@ carries it, and nothing is rasterised, so live widgets can redraw in a few milli
 
 from __future__ import annotations
 
-from ..common.checks import describe
+from ..common.checks import require_type
 from .scene import ASCENT, FAMILIES, Arrow, Polygon, Rect, Scene, Text, arrow_head, escape, in_drawing_order, size_of
 
 
@@ -59,8 +59,7 @@ def _text(item: Text, style, size: float) -> str:
 def svg(scene: Scene) -> str:
     """The scene as an SVG document sized in points (scaled down to ``MAX_FIGURE_INCHES``), its title as
     ``<title>``. Items of one style share a ``<g class="style">``; items with an id carry it."""
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene must be a Scene, got {describe(scene)}")
+    require_type(scene, Scene, "scene", "a Scene")
     scale = scene.scale()
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{scene.width * scale:.1f}pt" '

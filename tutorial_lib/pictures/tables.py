@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import itertools
 
-from ..common.checks import describe
+from ..common.checks import require_type
 from ..common.text import plural
 from ..facts.ops import OpReport, view_or_copy
 from .palette import COPY, INK, STALE, tint
@@ -86,8 +86,7 @@ class OpTable:
     """A rendered ``OpReport``: shows as an HTML table in Jupyter, as aligned text in ``print``."""
 
     def __init__(self, report: OpReport):
-        if not isinstance(report, OpReport):
-            raise TypeError(f"report must be an OpReport from view_or_copy, got {describe(report)}")
+        require_type(report, OpReport, "report", "an OpReport from view_or_copy")
         self.report = report
 
     def __str__(self) -> str:

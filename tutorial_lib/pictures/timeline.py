@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..common.checks import describe, require_bool, require_int
+from ..common.checks import describe, require_bool, require_int, require_type
 from ..common.text import op_name, plural
 from ..facts.memory import KINDS, MemoryReport, MiB, format_bytes
 from .palette import FAINT, INK, MEMORY_KINDS, MUTED, PAPER, STORAGE
@@ -99,8 +99,7 @@ def _check(reports, labels, show_ops, ax=None) -> tuple[list[MemoryReport], list
     if not isinstance(reports, (list, tuple)) or not reports:
         raise TypeError(f"reports must be a MemoryReport or a non-empty list of them, got {describe(reports)}")
     for index, report in enumerate(reports):
-        if not isinstance(report, MemoryReport):
-            raise TypeError(f"reports[{index}] must be a MemoryReport, got {describe(report)}")
+        require_type(report, MemoryReport, f"reports[{index}]", "a MemoryReport")
         if report.allocated is None:
             raise ValueError(f"reports[{index}] is still measuring: draw it after its with-block has ended")
     if labels is None:
