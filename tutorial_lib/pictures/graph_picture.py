@@ -18,7 +18,7 @@ from itertools import groupby
 
 import torch
 
-from ..common.checks import describe, require_bool, require_positive_int, shape_text
+from ..common.checks import describe, require_bool, require_positive_int, require_type, shape_text
 from ..common.text import plural, short_op_name
 from ..facts.graph import Graph, autograd_graph, forward_op_name, inplace_hazards
 from ..facts.inplace_watch import watch_notes
@@ -161,8 +161,7 @@ def _bytes_text(count: int) -> str:
 
 
 def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
-    """A saved tensor's chip: name, shape and bytes, its versions when stale (``this_step``: made stale by the
-    stepper's last step), why they are unknown otherwise."""
+    """A saved tensor's chip: name, shape, bytes, versions when stale (``this_step``: this step's) or why unknown."""
     parts = [saved.attribute + (f" = {saved.name}" if saved.name else "")]
     if saved.shape is not None:
         parts.append(shape_text(saved.shape))
@@ -181,10 +180,9 @@ def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
     return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch)
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new: bool, newly_stale) -> _Box:
-    """A node's box: shape, values, saved tensors as chips (stale ones even when show_saved is off: they are the
-    point; ``newly_stale``: (node id, attribute) pairs made stale this step), then the lines ``watch_inplace``
-    recorded; a leaf a chip names in the chip's colour."""
+def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new_nodes, newly_stale) -> _Box:
+    """A node's box: shape, values, saved tensors as chips (stale ones always: they are the point), then the lines
+    ``watch_inplace`` recorded for it; a leaf a chip names in the chip's colour."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
@@ -197,9 +195,10 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: di
         if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
             chips.append(_chip(saved, colours, (node.id, saved.attribute) in newly_stale))
     below = [f"… {len(node.saved) - len(chips)} more saved"] if show_saved and len(node.saved) > len(chips) else []
-    below.extend(line_notes)  # from watch_inplace: who saved it, who changed it
+    below.extend(line_notes.get(node.id, ()))  # from watch_inplace: who saved it, who changed it
     stale = sum(1 for s in node.saved if s.stale)
     fill = f"graph-boxes-leaf-{colours[node.label]}" if node.kind == "leaf" and node.label in colours else ""
+    new = node.id in new_nodes
     return _Box(node.id, node.kind, visible(node.label), tuple(lines), stale, tuple(chips), tuple(below), new, fill)
 
 
@@ -234,12 +233,10 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
 
 def _choose_view(graph: Graph, tensor, collapse, model) -> CollapsedGraph:
     """``collapse``'s grouping; for None on a big graph, the one leaving fewest boxes, preferring modules."""
-    if collapse == "module":
-        return collapse_by_module(tensor, model, graph)
     big = len(graph.nodes) > AUTO_COLLAPSE_ABOVE
-    if collapse is None and big and model is not None:
+    if collapse == "module" or (collapse is None and big and model is not None):
         view = collapse_by_module(tensor, model, graph)
-        if len(view.items) <= AUTO_COLLAPSE_ABOVE:
+        if collapse == "module" or len(view.items) <= AUTO_COLLAPSE_ABOVE:
             return view
     if collapse == "none" or (collapse is None and not big):
         return uncollapsed(graph)
@@ -255,8 +252,9 @@ def _hazard_text(node_name: str, saved) -> str:
     return f"{node_name} saved {saved.attribute}{named} v{saved.saved_version}, now v{saved.current_version}{edit}"
 
 
-def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidden_hazards: int, drawn: set) -> str:
-    """One line: the graph's counts, its groups, what is not drawn, stale, named and freed saved tensors, values."""
+def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond: int, drawn: set, notes) -> tuple:
+    """The one-line summary (counts, groups, saved tensors, values, ``notes``) and the messages under the picture."""
+    messages = []
     backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
     output = ", 1 output" if any(n.kind == "output" for n in graph.nodes) else ""
     parts = [
@@ -267,13 +265,20 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         parts.append(view.describe())
     if len(items) < len(view.items) or graph.truncated:
         parts.append(f"drawing {len(drawn)} of {graph.total_nodes} nodes ({len(items)} boxes)")
+        messages.append(
+            f"… {plural(graph.total_nodes - len(drawn), 'more node')} not drawn (showing {len(drawn)} of "
+            f"{graph.total_nodes}); pass collapse='repeats' or a larger max_nodes to see more"
+        )
     stale = [(n, s) for n in graph.nodes for s in n.saved if s.stale]
-    total_stale = len(stale) + hidden_hazards
+    total_stale = len(stale) + beyond
     if total_stale:
         listed = "; ".join(_hazard_text(n.name, s) for n, s in stale[:3])
         more = f"; … {total_stale - 3} more" if total_stale > 3 else ""
         changed = f"⚠ {plural(total_stale, 'saved tensor')} changed in place (backward() would fail)"
         parts.append(f"{changed}: {listed}{more}")
+        hidden = beyond + sum(1 for n, _ in stale if n.id not in drawn)
+        if hidden:
+            messages.append(f"⚠ {plural(hidden, 'stale saved tensor')} in nodes not drawn")
     else:
         parts.append(f"no saved tensor {'that could be read ' if graph.unseen else ''}was changed in place")
     if graph.unseen:
@@ -291,7 +296,9 @@ def _summary(graph: Graph, view: CollapsedGraph, items, show_values: bool, hidde
         shown = [n for n in graph.nodes if n.kind in ("leaf", "output")][:6]
         grads = [f" (grad {n.grad})" if n.grad is not None or n.kind == "leaf" else "" for n in shown]
         parts.append("values: " + ", ".join(f"{n.label} = {n.value}{grad}" for n, grad in zip(shown, grads)))
-    return "; ".join(parts) + "."
+    if notes:
+        parts.append("; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(notes.items())))
+    return "; ".join(parts) + ".", messages
 
 
 def _rounded(left: float, top: float, width: float, height: float) -> tuple:
@@ -306,8 +313,7 @@ def _rounded(left: float, top: float, width: float, height: float) -> tuple:
 
 
 def _text_items(lines, x: float, top: float, item: int) -> list:
-    """Box lines from ``top`` down: runs of plain lines share one text (far fewer texts on big graphs); warnings
-    are their own texts in graph-warning's font."""
+    """Box lines from ``top`` down: a run of plain lines is one text (far fewer on big graphs), a warning its own."""
     items, k = [], 0
     for warning, run in groupby(lines, key=lambda line: line[:1] == _WARNING):
         run = list(run)
@@ -347,17 +353,16 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
     chip_top = top + (1 + len(box.lines)) * _LINE
     placed = []
     for k, chip in enumerate(box.chips):
-        cw, ch = chip.size
-        rect = Rect(x + PAD_X, chip_top, cw, ch, chip.style, f"chip:{box.item}:{k}")
+        rect = Rect(x + PAD_X, chip_top, *chip.size, chip.style, f"chip:{box.item}:{k}")
         items.append(rect)
         if chip.swatch:
-            items.append(Rect(rect.x, rect.y, SWATCH - 2, ch, chip.swatch, f"swatch:{box.item}:{k}"))
+            items.append(Rect(rect.x, rect.y, SWATCH - 2, rect.h, chip.swatch, f"swatch:{box.item}:{k}"))
         text_x, text_y = rect.x + (SWATCH if chip.swatch else 0.0) + CHIP_PAD_X, chip_top + CHIP_PAD_Y
         items.append(Text(text_x, text_y, chip.text, "graph-chip-text", f"chip-text:{box.item}:{k}"))
         if chip.warning:
             items.append(Text(text_x, text_y + _CHIP_LINE, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
         placed.append((chip, rect))
-        chip_top += ch + CHIP_GAP
+        chip_top += rect.h + CHIP_GAP
     items.extend(_text_items(box.below, x, chip_top, box.item))
     return items, placed
 
@@ -429,23 +434,21 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     for route in layout.edges:
         items.append(Arrow(tuple(at(x, y) for x, y in route.points), "graph-edges"))
         if route.count > 1:  # x * x: two gradients flow along the same edge
-            (ax, ay), (bx, by) = route.points[0], route.points[1]
+            (ax, ay), (bx, by) = route.points[:2]
             where = at((ax + bx) / 2 + 3, (ay + by) / 2 + 4)
             items.append(Text(*where, f"×{route.count}", "graph-edge-count", "edge-count"))
-    for i in cut:
-        p = layout.position(i)
+    for p in map(layout.position, cut):
         items.append(Line((at(p.x, p.bottom), at(p.x, p.bottom - stub)), "graph-cut-edges"))
-    corners, placed = {}, []
+    corners = {p.id: (*at(p.left, p.top), p.width, p.height) for p in layout.nodes}
+    edited = []
     for p in layout.nodes:
-        corners[p.id] = (*at(p.left, p.top), p.width, p.height)
         box_items, chips = _box_items(boxes[p.id], *corners[p.id])
         items.extend(box_items)
-        placed.extend((p.id, chip, rect) for chip, rect in chips)
+        edited.extend((p.id, chip, rect) for chip, rect in chips if chip.edit)
     right = at(layout.width, 0)[0]
-    for owner, chip, rect in placed:
-        if chip.edit:
-            target = None if chip.edited_by is None else item_of(chip.edited_by)
-            items.extend(_edit_items(chip, rect, corners.get(target) if target != owner else None, right))
+    for owner, chip, rect in edited:
+        target = None if chip.edited_by is None else item_of(chip.edited_by)
+        items.extend(_edit_items(chip, rect, corners.get(target) if target != owner else None, right))
     if legend_lines:
         where = at(left, layout.height + top_band - PAD_Y)
         items.append(Text(*where, "\n".join(legend_lines), "graph-legend", "legend"))
@@ -466,39 +469,33 @@ def _tensor_colours(graph: Graph, drawn: set, order: list) -> dict:
 
 def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
     """``new_nodes`` (node ids) and ``newly_stale`` ((node id, attribute) pairs) as frozensets, checked."""
-    if not isinstance(new_nodes, (set, frozenset, list, tuple)) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in new_nodes
-    ):
+    sets = (set, frozenset, list, tuple)
+    if not isinstance(new_nodes, sets) or not all(isinstance(i, int) and not isinstance(i, bool) for i in new_nodes):
         raise TypeError(f"new_nodes must be a set of node ids (int), got {describe(new_nodes)}")
-    if not isinstance(newly_stale, (set, frozenset, list, tuple)) or not all(
-        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], int) and isinstance(p[1], str) for p in newly_stale
-    ):
+    pairs = isinstance(newly_stale, sets) and all(isinstance(p, tuple) and len(p) == 2 for p in newly_stale)
+    if not pairs or not all(isinstance(i, int) and isinstance(attribute, str) for i, attribute in newly_stale):
         raise TypeError(f"newly_stale must be a set of (node id, saved attribute) pairs, got {describe(newly_stale)}")
     return frozenset(new_nodes), frozenset(newly_stale)
 
 
 def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, new_nodes=(), newly_stale=()):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
+    require_type(t_or_graph, (torch.Tensor, Graph), "t_or_graph", "a torch.Tensor or a Graph (or a list of them)")
     tensor = t_or_graph if isinstance(t_or_graph, torch.Tensor) else None
-    if tensor is None and not isinstance(t_or_graph, Graph):
-        raise TypeError(f"t_or_graph must be a torch.Tensor or a Graph (or a list of them), got {describe(t_or_graph)}")
     if tensor is None and names is not None:
         raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
     require_bool(show_values, "show_values")
     require_bool(show_saved, "show_saved")
     require_positive_int(max_nodes, "max_nodes")
-    if collapse is not None and not isinstance(collapse, str):
-        raise TypeError(f"collapse must be None or one of 'none', 'repeats', 'module', got {describe(collapse)}")
+    require_type(collapse, (str, type(None)), "collapse", "None or one of 'none', 'repeats', 'module'")
     if collapse not in COLLAPSE_CHOICES:
         raise ValueError(f"collapse must be None or one of 'none', 'repeats', 'module', got {collapse!r}")
-    if model is not None and not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module or None, got {describe(model)}")
+    require_type(model, (torch.nn.Module, type(None)), "model", "a torch.nn.Module or None")
     if collapse == "module" and model is None:
         raise ValueError("collapse='module' needs model=<the nn.Module that computed the tensor>")
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
-    if names is not None and not isinstance(names, dict):
-        raise TypeError(f"names must be a dict from name to tensor, got {describe(names)}")
+    require_type(names, (dict, type(None)), "names", "a dict from name to tensor")
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
     labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
     graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
@@ -506,38 +503,19 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     view = _choose_view(graph, tensor, collapse, model)
     items, cut = view.capped(max_nodes)
     drawn = {m for i in items for m in view.members(i)}
-    beyond = 0  # stale saved tensors in nodes autograd_graph did not keep (a graph over its max_nodes)
-    if graph.truncated and tensor is not None:
-        beyond = sum(1 for h in inplace_hazards(tensor) if h.node_id >= len(graph.nodes))
-    hidden_stale = beyond + sum(1 for n in graph.nodes if n.id not in drawn for s in n.saved if s.stale)
-    summary = _summary(graph, view, items, show_values, beyond, drawn)
+    hazards = inplace_hazards(tensor) if graph.truncated and tensor is not None else ()
+    beyond = sum(1 for h in hazards if h.node_id >= len(graph.nodes))  # stale, in nodes autograd_graph did not keep
     line_notes = watch_notes(tensor) if tensor is not None else {}
-    if line_notes:
-        notes = "; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(line_notes.items()))
-        summary = f"{summary.rstrip('.')}; {notes}."
+    summary, messages = _texts(graph, view, items, show_values, beyond, drawn, line_notes)
     colours = _tensor_colours(graph, drawn, list(names or {}))
     styles = dict(STYLES)
     for k in colours.values():
         styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
         styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
-    boxes = {}
-    for i in items:
-        if view.is_group(i):
-            boxes[i] = _group_box(view, i, show_saved)
-            continue
-        node = view.graph.nodes[i]
-        boxes[i] = _node_box(node, show_values, show_saved, line_notes.get(i, ()), colours, i in new_nodes, newly_stale)
-    sub = view if len(items) == len(view.items) else view.restricted(items)
-    layout = graph_layout(sub, {i: b.size for i, b in boxes.items()})
-
-    messages = []
-    if len(items) < len(view.items) or graph.truncated:
-        messages.append(
-            f"… {plural(graph.total_nodes - len(drawn), 'more node')} not drawn (showing {len(drawn)} of "
-            f"{graph.total_nodes}); pass collapse='repeats' or a larger max_nodes to see more"
-        )
-    if hidden_stale:
-        messages.append(f"⚠ {plural(hidden_stale, 'stale saved tensor')} in nodes not drawn")
+    boxes = {i: _group_box(view, i, show_saved) for i in items if view.is_group(i)}
+    for node in (view.graph.nodes[i] for i in items if i not in boxes):
+        boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale)
+    layout = graph_layout(view.restricted(items), {i: b.size for i, b in boxes.items()})
     return _scene(layout, boxes, cut, messages, view.item_of, styles, summary), view, layout
 
 
@@ -549,11 +527,8 @@ def _planned_all(t_or_graph, captions, *options, marks=((), ())):
         return _planned(t_or_graph, *options, *marks)
     if not t_or_graph:
         raise ValueError("t_or_graph must hold at least one tensor or Graph")
-    if captions is not None and (
-        not isinstance(captions, (list, tuple))
-        or len(captions) != len(t_or_graph)
-        or not all(isinstance(c, str) for c in captions)
-    ):
+    one_each = isinstance(captions, (list, tuple)) and len(captions) == len(t_or_graph)
+    if captions is not None and not (one_each and all(isinstance(c, str) for c in captions)):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
     if any(marks):
         raise ValueError("new_nodes and newly_stale only apply to one graph, not to a comparison")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from itertools import accumulate
 
-from ..common.checks import describe, require_int
+from ..common.checks import describe, require_int, require_type
 from ..facts.graph import Graph
 from .graph_groups import CollapsedGraph, uncollapsed
 from .scene import MONO_CHAR_WIDTH
@@ -110,13 +110,10 @@ def graph_layout(graph, sizes: dict | None = None, sweeps: int = DEFAULT_SWEEPS)
         TypeError: ``graph`` is neither, ``sizes`` not a dict of number pairs, ``sweeps`` not an int.
         ValueError: a size is not positive, or ``sweeps`` is negative.
     """
-    if isinstance(graph, Graph):
-        graph = uncollapsed(graph)
-    elif not isinstance(graph, CollapsedGraph):
-        raise TypeError(f"graph must be a Graph (from autograd_graph) or a CollapsedGraph, got {describe(graph)}")
+    require_type(graph, (Graph, CollapsedGraph), "graph", "a Graph (from autograd_graph) or a CollapsedGraph")
+    graph = uncollapsed(graph) if isinstance(graph, Graph) else graph
     sweeps = require_int(sweeps, "sweeps", 0)
-    if sizes is not None and not isinstance(sizes, dict):
-        raise TypeError(f"sizes must be a dict from item id to (width, height), got {describe(sizes)}")
+    require_type(sizes, (dict, type(None)), "sizes", "a dict from item id to (width, height)")
     box = {}
     for item in graph.items:
         size = None if sizes is None else sizes.get(item)
@@ -220,10 +217,9 @@ def _ordered(layer_of: list[int], up, down, sweeps: int) -> tuple[list[list[int]
     for _ in range(sweeps):
         if best == 0 or stale_sweeps == 3:
             break
-        for layer in range(1, len(orders)):
-            arrange(orders[layer], barycenter(up))
-        for layer in range(len(orders) - 2, -1, -1):
-            arrange(orders[layer], barycenter(down))
+        for layers, neighbours in ((range(1, len(orders)), up), (range(len(orders) - 2, -1, -1), down)):
+            for layer in layers:
+                arrange(orders[layer], barycenter(neighbours))
         now = _crossings(orders, pos, down)
         if now < best:
             best, best_orders, stale_sweeps = now, [list(o) for o in orders], 0
@@ -259,10 +255,9 @@ def _x_positions(orders: list[list[int]], up, down, width: list[float], n: int) 
         targets = [
             (sum(x[u] for u in towards[v]) / len(towards[v]) if towards[v] else x[v]) - o for v, o in zip(members, offs)
         ]
-        if len(members) == 1:  # nothing to keep apart
-            x[members[0]] = targets[0] + offs[0]
-            return
-        for v, o, y in zip(members, offs, _isotonic(targets, [weights[v] for v in members])):
+        # One member has nothing to keep apart.
+        placed = targets if len(members) == 1 else _isotonic(targets, [weights[v] for v in members])
+        for v, o, y in zip(members, offs, placed):
             x[v] = y + o
 
     # Four sweeps down (towards upper neighbours) and up, two towards both, then chains of boxes straightened.
@@ -318,9 +313,7 @@ def _layered(items, edges, counts, box, sweeps) -> GraphLayout:
         for d in chain[1:-1]:
             points += [(x[d], top_of[layer_of[d]]), (x[d], top_of[layer_of[d]] - band[layer_of[d]])]
         points.append((nodes[chain[-1]].x, nodes[chain[-1]].top))
-        if flipped:
-            points.reverse()
-        routes.append(EdgeRoute(items[a], items[b], tuple(points), c, flipped))
+        routes.append(EdgeRoute(items[a], items[b], tuple(points[::-1] if flipped else points), c, flipped))
     layers = tuple(tuple(items[v] for v in members if v < n) for members in orders)
     by_id = {p.id: p for p in nodes}
     return GraphLayout(nodes, tuple(routes), layers, crossings, initial, layout_width, layout_height, by_id)
