@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..common.checks import describe, require_bool, require_int, require_tensor, require_type
+from ..common.checks import require_bool, require_int, require_tensor, require_type
 from ..common.text import dtype_name, plural, tuple_text
 from ..facts.storage import (
     Layout,
@@ -191,8 +191,7 @@ def _row_names(names, count: int) -> list[str]:
     """The rows' display names: ``names`` checked, or ``t0``, ``t1``, ... ."""
     if names is None:
         return [f"t{i}" for i in range(count)]
-    if isinstance(names, str) or not isinstance(names, (list, tuple)):
-        raise TypeError(f"names must be a list of str (one per tensor), got {describe(names)}")
+    require_type(names, (list, tuple), "names", "a list of str (one per tensor)")
     if len(names) != count:
         raise ValueError(f"names must have one entry per tensor: {count} tensors, {len(names)} names")
     for i, name in enumerate(names):
@@ -235,9 +234,8 @@ def _group(tensors, names) -> list[list[_Member]]:
     """The tensors checked and grouped per storage, each group in the order given (the summary names the rule)."""
     if not tensors:
         raise ValueError("tensors is empty: give at least one tensor, e.g. draw_layout(x, x.t())")
-    members = [_member(t, name, i) for i, (t, name) in enumerate(zip(tensors, names))]
     strips: list[list[_Member]] = []
-    for member in members:
+    for member in map(_member, tensors, names, range(len(tensors))):
         home = next((strip for strip in strips if _same_strip(strip[0], member)), [])
         if not home:
             strips.append(home)
@@ -256,11 +254,9 @@ def _align_up(value: int, step: int) -> int:
 
 
 def _pieces(members: list[_Member], total: int, budget: int, align: int, unit: int) -> tuple[tuple[str, int, int], ...]:
-    """A storage's bytes as drawn ``cells`` windows (all of it if it fits, else around the rows' reach) and ``gap``s.
-
-    A storage longer than ``budget`` is drawn as windows that, with their gap markers, are at most half as wide
-    (``WINDOWED_SHARE``), so a big storage's picture stays narrow; only more row starts than fit widen it.
-    """
+    """A storage's bytes as drawn ``cells`` windows and ``gap``s: all of it if it fits in ``budget``, else windows
+    around the rows' reach that, with their gap markers, are at most half as wide (``WINDOWED_SHARE``), so a big
+    storage's picture stays narrow; only more row starts than fit widen it."""
     extents = [m.layout.byte_range for m in members if m.layout.numel]
     if total <= budget or not extents:
         return _joined([(0, min(total, budget))], total, unit)
@@ -317,39 +313,26 @@ def _joined(spans: list[tuple[int, int]], total: int, unit: int) -> tuple[tuple[
     return tuple(pieces)
 
 
-def _slots(pieces, itemsize: int) -> list[range]:
-    """Per drawn window, the storage indices (in elements of ``itemsize`` bytes) whose bytes lie wholly in it."""
-    return [
-        range(_align_up(start, itemsize) // itemsize, stop // itemsize)
-        for kind, start, stop in pieces
-        if kind == "cells"
-    ]
-
-
-def _ghost_slots(lay: Layout, end: int) -> list[int]:
-    """Storage indices past ``end`` (the storage's end in the row's dtype) that listed elements read, the first few."""
-    if lay.numel == 0 or lay.index_range[1] < end:
-        return []
-    return sorted({i for i in lay.element_indices if end <= i < end + GHOST_CELLS})
+def _slots(pieces, size: int) -> list[range]:
+    """Per drawn window, the storage indices (in elements of ``size`` bytes) whose bytes lie wholly in it."""
+    return [range(_align_up(start, size) // size, stop // size) for kind, start, stop in pieces if kind == "cells"]
 
 
 def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list[PictureCell], list[PictureStep]]:
-    """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1.
-
-    ``holder``: given for a row whose dtype differs from its strip's, the tensor whose storage, read in the row's
-    own dtype, gives the values its read cells show instead of positions.
-    """
+    """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1;
+    ``holder``: for a row of another dtype than its strip's, the tensor whose storage gives its read cells' values."""
     lay, size = member.layout, member.layout.itemsize
     windows = _slots(pieces, size)
     slots = [index for window in windows for index in window]
-    ghosts = _ghost_slots(lay, pieces[-1][2] // size if pieces else 0)
+    end = pieces[-1][2] // size  # the storage's end, in the row's dtype
+    past = lay.numel and lay.index_range[1] >= end  # listed elements past it: the first few are drawn as ghosts
+    ghosts = sorted({i for i in lay.element_indices if end <= i < end + GHOST_CELLS}) if past else []
     found = lay.positions_at(slots + ghosts, tail=TAIL_LISTED)
     values = {}
     if holder is not None:  # the raw storage read as the row's dtype
         for window in windows:
             texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, lay.dtype)
             values.update(zip(window, texts))
-    span = lay.index_range
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
     complete = not lay.indices_truncated
@@ -361,7 +344,7 @@ def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list
             state, count_exact = "read", exact
             text = str(positions[0]) if exact and len(positions) == 1 else f"×{len(positions)}" + ("" if exact else "+")
             text = values.get(index, text)
-        elif not complete and span is not None and span[0] <= index <= span[1]:
+        elif not complete and lay.index_range[0] <= index <= lay.index_range[1]:
             state, text, count_exact = "unknown", "?", False
         else:
             state, text, count_exact = "unread", "", True
@@ -371,11 +354,10 @@ def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list
         text = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
         cells.append(PictureCell(strip_no, member.name, index, index * size, size, "ghost", positions, exact, text))
     shown = set(slots)
-    steps = [
+    return cells, [
         PictureStep(strip_no, member.name, dim, lay.stride[dim], origin, target, origin in shown and target in shown)
         for dim, origin, target in lay.step_targets()
     ]
-    return cells, steps
 
 
 def _shown(size: int, cap: int) -> tuple[int | None, ...]:
@@ -385,33 +367,20 @@ def _shown(size: int, cap: int) -> tuple[int | None, ...]:
     return (*range(cap - 2), None, size - 1)
 
 
-def _cut_text(name: str, shape: tuple[int, ...], blocks: tuple[GridBlock, ...]) -> str:
-    """What a capped grid leaves out, e.g. "x's grid shows 6 of 100 rows, 8 of 30 columns"; '' if nothing."""
-    first = blocks[0]
-    counts = {  # (drawn, in all); a grid up to 2-D is one block
-        "rows": (sum(i is not None for i in first.rows), (1, 1, *shape)[-2]),
-        "columns": (sum(j is not None for j in first.columns), (1, *shape)[-1]),
-        "blocks": (sum(None not in block.lead for block in blocks), math.prod(shape[:-2])),
-    }
-    parts = [f"{shown:,} of {whole:,} {what}" for what, (shown, whole) in counts.items() if shown < whole]
-    return f"{name}'s grid shows {', '.join(parts)}" if parts else ""
-
-
 def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
     """A row's elements as a grid of its shape (capped), each with the storage index the address formula gives;
     ``copied`` is ``(source row, source storage index per position)`` for a copy."""
     lay, shape = member.layout, member.layout.shape
     if lay.numel == 0:
         return PictureGrid(strip_no, member.name, shape, (), (), "")
-    nested = len(shape) > 2
+    leading = shape[:-2]  # above 2-D: each block's leading indices
     down, across = (1, 1, *shape)[-2:]  # 0-d: one row of one column; 1-D: one row
-    rows = _shown(down, NESTED_CAP if nested else GRID_ROWS)
-    columns = _shown(across, NESTED_CAP if nested else GRID_COLUMNS * (2 if len(shape) == 1 else 1))
-    leading = shape[:-2]
+    rows = _shown(down, NESTED_CAP if leading else GRID_ROWS)
+    columns = _shown(across, NESTED_CAP if leading else GRID_COLUMNS * (2 if len(shape) == 1 else 1))
     # Above 2-D: one line of blocks per index of the dims before the last leading one, across by that one.
     line_dims = leading[:-1]
     lines = [
-        tuple(unravel_index(k, line_dims)) if k is not None else (None,) * len(line_dims)
+        unravel_index(k, line_dims) if k is not None else (None,) * len(line_dims)
         for k in _shown(math.prod(line_dims), GRID_LINES)
     ]
     places = _shown(leading[-1], GRID_BLOCKS) if leading else ((),)
@@ -430,9 +399,14 @@ def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
                 at = lay.index_of(*index)
                 source = copied[1][position] if copied and position < len(copied[1]) else None
                 elements.append(GridElement(len(blocks) - 1, r, c, index, position, at, at >= end, source))
-    blocks = tuple(blocks)
-    cut = _cut_text(member.name, shape, blocks)
-    return PictureGrid(strip_no, member.name, shape, blocks, tuple(elements), cut, copied[0] if copied else "")
+    counts = {  # (drawn, in all) of what a capped grid leaves out; a grid up to 2-D is one block
+        "rows": (sum(i is not None for i in rows), down),
+        "columns": (sum(j is not None for j in columns), across),
+        "blocks": (sum(None not in block.lead for block in blocks), math.prod(leading)),
+    }
+    parts = [f"{shown:,} of {whole:,} {what}" for what, (shown, whole) in counts.items() if shown < whole]
+    cut = f"{member.name}'s grid shows {', '.join(parts)}" if parts else ""  # e.g. "x's grid shows 6 of 100 rows"
+    return PictureGrid(strip_no, member.name, shape, tuple(blocks), tuple(elements), cut, copied[0] if copied else "")
 
 
 def _repeat_text(lay: Layout) -> str:
@@ -496,12 +470,10 @@ def _relation(member: _Member, first: _Member) -> str | None:
 def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     """A row's label (drawn above it) and its part of the summary; ``first`` is its strip's first row."""
     lay = member.layout
-    shape, stride, offset = tuple_text(lay.shape), tuple_text(lay.stride), lay.storage_offset
+    where = [f"shape {tuple_text(lay.shape)}", f"stride {tuple_text(lay.stride)}", f"offset {lay.storage_offset}"]
     contiguous = "contiguous" if lay.is_contiguous else "not contiguous"
-    label = (
-        f"{member.name}: shape {shape}  stride {stride}  offset {offset}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
-    )
-    head = f"{member.name}: shape {shape} stride {stride} offset {offset}"
+    label = f"{member.name}: {'  '.join(where)}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
+    head = f"{member.name}: {' '.join(where)}"
     bits = [(what, bit) for what, bit, flag in LAZY_BITS if member.tensor is not None and flag(member.tensor)]
     if bits:  # a lazy conj or neg view: say what it does to the values it reads
         whats, names = zip(*bits)
@@ -591,23 +563,21 @@ def layout_picture(
                 f"show_values=True needs a tensor to read values from, but {first.name} is a Layout "
                 "(it holds no values): pass show_values=False, or pass the tensor itself"
             )
-        dtype, itemsize = first.layout.dtype, first.layout.itemsize
+        dtype, size = first.layout.dtype, first.layout.itemsize
         sizes = [m.layout.itemsize for m in group]
         unit, align = math.gcd(*sizes), math.lcm(*sizes)
         budget = max(align, _align_down(min(max_cells, MAX_CELLS) * unit, align))
         pieces = _pieces(group, _align_down(first.layout.storage_nbytes, align), budget, align, unit)
-        windows = _slots(pieces, itemsize)
+        windows = _slots(pieces, size)
         description = _strip_description(strip_no, group, groups[0][0], pieces, windows)
-        strips.append(PictureStrip(strip_no, itemsize, unit, pieces, tuple(m.name for m in group), description))
+        strips.append(PictureStrip(strip_no, size, unit, pieces, tuple(m.name for m in group), description))
 
         for window in windows:
             texts = ("",) * len(window)
             if show_values:  # the raw storage read as the strip's dtype (a view(dtype) of the tensor may not exist)
                 texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, dtype)
             for index, text in zip(window, texts):
-                cells.append(
-                    PictureCell(strip_no, "storage", index, index * itemsize, itemsize, "value", (), True, text)
-                )
+                cells.append(PictureCell(strip_no, "storage", index, index * size, size, "value", (), True, text))
 
         summary_parts.append(description)
         for member in group:
@@ -648,7 +618,13 @@ def layout_picture(
 
 def _legend(strips, cells, grids, valued) -> list[str]:
     """What each number, count and border in the picture means, one line each (drawn at the top)."""
-    states = {cell.state for cell in cells}
+    marks = {  # what a cell's look says, noted when some cell has it
+        "repeated": "×n (hatched): a cell read by n elements (n+ : at least n)",
+        "unread": "dotted border: not read by that tensor",
+        "unknown": f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)",
+        "ghost": "dashed red: past the end of the storage, where the setting would read (torch refuses it)",
+    }
+    states = {cell.state for cell in cells} | {"repeated" for cell in cells if cell.repeated}
     notes = []
     if any(grid.elements for grid in grids):
         notes.append("grids: element t[i, j] in its place, with the storage index it reads written in it")
@@ -660,14 +636,7 @@ def _legend(strips, cells, grids, valued) -> list[str]:
     notes.append("tensor rows: under each storage cell, the row-major position of the element that reads it")
     for row in valued:
         notes.append(f"{row.name}: each cell it reads shows its {dtype_name(row.layout.dtype)} value, not a position")
-    if any(cell.repeated for cell in cells):
-        notes.append("×n (hatched): a cell read by n elements (n+ : at least n)")
-    if "unread" in states:
-        notes.append("dotted border: not read by that tensor")
-    if "unknown" in states:
-        notes.append(f"?: not checked (only the first {MAX_LISTED:,} and last {TAIL_LISTED:,} elements are listed)")
-    if "ghost" in states:
-        notes.append("dashed red: past the end of the storage, where the setting would read (torch refuses it)")
+    notes += [note for state, note in marks.items() if state in states]
     units = ", ".join(plural(itemsize, "byte") for itemsize in sorted({strip.itemsize for strip in strips}))
     notes.append(f"ruler under each storage: byte offsets ({units} per cell)")
     return notes
@@ -807,14 +776,10 @@ def _arrow(step: PictureStep, strip: PictureStrip, itemsize: int, x_at):
         return None
     if step.stride == 0:
         return start + half, None, f"dim {step.dim}: stride 0 = stays on the same cell"
-    if itemsize == strip.itemsize:
-        jump = plural(step.stride, "cell", fmt=",")
-    else:
-        jump = plural(step.stride * itemsize, "byte", fmt=",")
-    label = f"dim {step.dim}: stride {step.stride} = jump {jump}"
-    end = x_at(step.to_index * itemsize) if step.shown else None
-    if end is not None:
-        return start + half, end + half, label
+    unit, size = ("cell", 1) if itemsize == strip.itemsize else ("byte", itemsize)  # a row of another dtype: bytes
+    label = f"dim {step.dim}: stride {step.stride} = jump {plural(step.stride * size, unit, fmt=',')}"
+    if step.shown:
+        return start + half, x_at(step.to_index * itemsize) + half, label
     # The target cell is elided: the arrow points into the gap after this window, and says so.
     window_end = next((stop for kind, begin, stop in strip.pieces if kind == "cells" and begin <= byte < stop), None)
     if window_end is None:  # a meta tensor's elements may lie past its (empty) storage: no cell to start at
@@ -827,12 +792,9 @@ def _loop(x: float, y: float) -> tuple:
     x0, x1 = x - LOOP_REACH * CELL_PT, x + LOOP_REACH * CELL_PT
     # The cubic curve a loop was drawn with: control points 4 points outside and 16 points below its ends.
     curve = ((x0, y), (x0 - 4, y + 16), (x1 + 4, y + 16), (x1, y + 1))
-    points = []
-    for k in range(LOOP_POINTS):
-        t = k / (LOOP_POINTS - 1)
-        weights = ((1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t**3)
-        points.append(tuple(sum(w * p[axis] for w, p in zip(weights, curve)) for axis in (0, 1)))
-    return tuple(points)
+    fractions = [k / (LOOP_POINTS - 1) for k in range(LOOP_POINTS)]  # along the curve, from 0 to 1
+    bernstein = [((1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t**3) for t in fractions]  # the weights
+    return tuple(tuple(sum(w * p[axis] for w, p in zip(weights, curve)) for axis in (0, 1)) for weights in bernstein)
 
 
 def _px(x: float) -> float:
@@ -860,17 +822,13 @@ def _centred(x: float, y: float, text: str, style: str, ident: str = "", fit: fl
 def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str, turned: bool) -> list:
     """The rectangle and texts of one cell whose left edge is at ``x0``, ``wide`` cells wide, its top at ``top``."""
     ident, middle = f"{cell.strip}:{cell.row}:{cell.index}", x0 + wide / 2
-    if cell.row == "storage":
+    if cell.row == "storage":  # its index above it, turned upright when too wide
         index_y, turn = _py(top - LABEL_LIFT), 90.0 if turned else 0.0
-        number = Text(
-            _px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom", rotation=turn
-        )
-        items = [_box(x0, top, wide, "storage", f"cell:{ident}"), number]
-        if cell.text:
-            items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, "value", f"text:{ident}", wide))
-        return items
-    style = (fill if cell.state == "read" else cell.state) + "-repeated" * cell.repeated
-    items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
+        above = Text(_px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom", None, turn)
+        items = [_box(x0, top, wide, "storage", f"cell:{ident}"), above]
+    else:
+        style = (fill if cell.state == "read" else cell.state) + "-repeated" * cell.repeated
+        items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
     listed = ",".join(str(p) for p in cell.positions)
     if cell.text and cell.repeated and len(listed) <= POSITIONS_PER_CELL * wide:
         # A repeated cell says how often it is read, and by which elements when that fits.
@@ -882,7 +840,7 @@ def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str
     return items
 
 
-def _step_items(step: PictureStep, arrow: tuple, row_top: float, lane: float, label_x: float) -> list:
+def _step_items(step: PictureStep, arrow: tuple, lane: float, row_top: float, label_x: float) -> list:
     """The ticks, arrow (or stride-0 loop) and label of one step, its arrow at height ``lane``."""
     start, end, label = arrow
     bottom, lane = _py(row_top + CELL_HEIGHT), _py(lane)
@@ -890,9 +848,8 @@ def _step_items(step: PictureStep, arrow: tuple, row_top: float, lane: float, la
     if step.stride == 0:
         items = [Arrow(_loop(_px(start), bottom + _py(LOOP_DROP)), "loop", f"step:{ident}")]
     else:
-        items = [Line(((_px(start), bottom), (_px(start), lane)), "tick")]
-        if step.shown:
-            items.append(Line(((_px(end), bottom), (_px(end), lane)), "tick"))
+        ticks = (start, end) if step.shown else (start,)  # down from the cells to the arrow
+        items = [Line(((_px(x), bottom), (_px(x), lane)), "tick") for x in ticks]
         style = "step" if step.shown else "step-not-shown"
         items.append(Arrow(((_px(start), lane), (_px(end), lane)), style, f"step:{ident}"))
     return items + [Text(_px(label_x), lane, label, "step-text", f"steptext:{ident}", "start", "middle")]
@@ -920,7 +877,7 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
     first = grid.blocks[0]
     widest = max(_cells_wide(f"{element.storage_index:,}", "element") for element in grid.elements)
     element_w = min(MAX_ELEMENT_WIDTH, max(1.0, widest / FIT_ROOM))
-    head_w = max(0.8, _cells_wide(f"{max(i for i in first.rows if i is not None)}", "grid-head") + 0.4)
+    head_w = max(0.8, _cells_wide(f"{first.rows[-1]}", "grid-head") + 0.4)
     label_h = BLOCK_LABEL_HEIGHT if len(shape) > 2 else 0.0
     element_h = COPY_ELEMENT_HEIGHT if grid.source_row else ELEMENT_HEIGHT  # a copy's elements name their source
     block_w = len(first.columns) * element_w
@@ -949,23 +906,19 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
                 style, text = ("grid-elided", "⋮") if i is None else ("grid-head", str(i))
                 middle = rows_top + (r + 0.5) * element_h
                 items.append(_centred(bx - head_w / 2, middle, text, style, f"rowhead:{ident}:{r}"))
-        for r, i in enumerate(block.rows):
-            for c, j in enumerate(block.columns):
-                if i is None or j is None:
-                    middle = bx + (c + 0.5) * element_w, rows_top + (r + 0.5) * element_h
-                    mark = "⋮" if i is None else "…"
-                    items.append(_centred(*middle, mark, "grid-elided", f"gridcut:{ident}:{r}:{c}"))
+        cuts = [(r, c, i) for r, i in enumerate(block.rows) for c, j in enumerate(block.columns) if None in (i, j)]
+        for r, c, i in cuts:  # "⋮" in a left-out row, "…" in a left-out column
+            middle = bx + (c + 0.5) * element_w, rows_top + (r + 0.5) * element_h
+            items.append(_centred(*middle, "⋮" if i is None else "…", "grid-elided", f"gridcut:{ident}:{r}:{c}"))
         for element in [e for e in grid.elements if e.block == k]:
             left, top_e = bx + element.column * element_w, rows_top + element.row * element_h
             middle, at = left + element_w / 2, f"{name}:{element.position}"
             style, inset = "ghost" if element.past_end else fill, 2 * CELL_INSET
-            items.append(
-                _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset)
-            )
             number_y = top_e + (ELEMENT_HEIGHT if element.source is not None else element_h) / 2
-            items.append(
-                _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w)
-            )
+            items += [
+                _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset),
+                _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w),
+            ]
             if element.source is not None:  # under its storage index, the cell it was copied from
                 source_y = top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05
                 items.append(_centred(middle, source_y, f"← {element.source:,}", "source", f"source:{at}", element_w))
@@ -976,25 +929,19 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
 def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
     """Byte offsets under a storage strip: a comb with a short tooth per byte (so a float64 cell spans 8, a float32
     cell 4), a long tick at every cell's edge, and byte numbers where they fit."""
-    cell_w = strip.itemsize / strip.unit_bytes
-    last = max(stop for kind, _, stop in strip.pieces if kind == "cells")
-    every = max(1, math.ceil(_cells_wide(f"{last:,}", "ruler-text") / (cell_w * FIT_ROOM)))
-    items = []
-    for kind, begin, stop in strip.pieces:
-        if kind != "cells":
-            continue
-        comb, top, tooth = [], _py(y), _py(y + RULER_TICK / 2)
-        for byte in range(begin, stop + 1):
-            x = _px(x_at(byte))
-            comb += [(x, top), (x, tooth), (x, top)]
-        items.append(Line(tuple(comb), "ruler", f"bytes:{strip.index}:{begin}"))
+    windows = [(begin, stop) for kind, begin, stop in strip.pieces if kind == "cells"]
+    widest = _cells_wide(f"{windows[-1][1]:,}", "ruler-text")  # the last byte number
+    every = max(1, math.ceil(widest / (strip.itemsize / strip.unit_bytes * FIT_ROOM)))  # cells per number
+    items, top, tooth, tick = [], _py(y), _py(y + RULER_TICK / 2), _py(y + RULER_TICK)
+    for begin, stop in windows:
+        teeth = [_px(x_at(byte)) for byte in range(begin, stop + 1)]
+        comb = tuple(point for x in teeth for point in ((x, top), (x, tooth), (x, top)))
+        items.append(Line(comb, "ruler", f"bytes:{strip.index}:{begin}"))
         for k, byte in enumerate(range(_align_up(begin, strip.itemsize), stop + 1, strip.itemsize)):
             x = _px(x_at(byte))
-            items.append(Line(((x, _py(y)), (x, _py(y + RULER_TICK))), "ruler"))
+            items.append(Line(((x, top), (x, tick)), "ruler"))
             if k == 0 or (byte % (every * strip.itemsize) == 0 and k >= every):  # none crowds the first
-                items.append(
-                    Text(x, _py(y + RULER_TICK), f"{byte:,}", "ruler-text", f"ruler:{strip.index}:{byte}", "middle")
-                )
+                items.append(Text(x, tick, f"{byte:,}", "ruler-text", f"ruler:{strip.index}:{byte}", "middle"))
     return items
 
 
@@ -1018,8 +965,7 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     rows = {row.name: row for row in picture.rows}
     grids = {grid.row: grid for grid in picture.grids}
     legend = "\n".join(picture.notes)
-    # The legend at the top; strips below it, top to bottom; items go out as titles and gaps, grids, cells,
-    # labels, then steps.
+    # The legend at the top, the strips below it; items go out as titles and gaps, grids, cells, labels, steps.
     heads, grid_items, cells, labels, steps = [], [], [], [], []
     width = _cells_wide(legend, "legend")
     y = TOP_MARGIN + len(picture.notes) * LEGEND_LINE + LEGEND_GAP
@@ -1028,12 +974,12 @@ def layout_scene(picture: LayoutPicture) -> Scene:
         width = max(width, strip_width, _cells_wide(strip.description, "strip-title"))
         last_index = f"{max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == 'cells'):,}"
         turned = _cells_wide(last_index, "index") > strip.itemsize / strip.unit_bytes * TURN_INDICES_AT
-        y += TITLE_HEIGHT
-        title_y = _py(y - TITLE_RAISE)
+        index_h = INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
+        title_y = _py(y + TITLE_HEIGHT - TITLE_RAISE)  # y: the strip's top
         heads.append(Text(_px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
         # Each tensor's grid above the storage (the primary reading of the picture): side by side, in lines no
         # wider than the strip or GRID_BAND cells, so many views of a big storage do not widen the picture.
-        x, line_top, line_h, band_w = 0.0, y + GRID_GAP, 0.0, max(strip_width, GRID_BAND)
+        x, line_top, line_h, band_w = 0.0, y + TITLE_HEIGHT + GRID_GAP, 0.0, max(strip_width, GRID_BAND)
         for name in strip.rows:
             drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
             if x > 0 and x + grid_w > band_w:
@@ -1042,12 +988,9 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             grid_items += drawn
             width = max(width, x + grid_w)
             x, line_h = x + grid_w + PANEL_GAP, max(line_h, grid_h)
-        y = line_top + line_h + GRID_GAP
-        y += INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
-        top = y
-        y += CELL_HEIGHT
-        heads += _ruler_items(strip, x_at, y)
-        y += RULER_HEIGHT
+        top = line_top + line_h + GRID_GAP + index_h  # the storage strip's, under its indices
+        heads += _ruler_items(strip, x_at, top + CELL_HEIGHT)
+        y = top + CELL_HEIGHT + RULER_HEIGHT
         row_y = {"storage": top}  # each row's top
         for name in strip.rows:
             row = rows[name]
@@ -1062,15 +1005,13 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             for step in sorted(row_steps, key=lambda s: abs(s.to_index - s.from_index)):
                 y += LANE_HEIGHT
                 arrow = _arrow(step, strip, row.layout.itemsize, x_at)
-                lanes[step.dim] = (y, arrow)
-                if arrow is not None:
+                if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
+                    lanes[step.dim] = (arrow, y)
                     right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
                     width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
             # Labels in one column right of every arrow of the row: no tick line crosses a label.
-            for step in row_steps:
-                lane, arrow = lanes[step.dim]
-                if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
-                    steps += _step_items(step, arrow, row_y[name], lane, right + LABEL_PAD)
+            for step in [step for step in row_steps if step.dim in lanes]:
+                steps += _step_items(step, *lanes[step.dim], row_y[name], right + LABEL_PAD)
             y += ROW_PAD
         y += STRIP_GAP
         for x0, x1, hidden in gaps:
@@ -1079,26 +1020,24 @@ def layout_scene(picture: LayoutPicture) -> Scene:
             text = f"… {hidden:,} cells\nnot shown …"
             heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
             heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
-        storage_end = strip.pieces[-1][2] if strip.pieces else 0
+        ghost_x = strip_width + GHOST_GAP  # past the storage's end: right of the strip, a little apart
+        for cell in [cell for cell in picture.cells if cell.strip == strip.index]:
+            wide = cell.nbytes / strip.unit_bytes
+            if cell.state == "ghost":
+                x0 = ghost_x + (cell.byte_start - strip.pieces[-1][2]) / strip.unit_bytes
+                width = max(width, x0 + wide)
+            else:
+                x0 = x_at(cell.byte_start)
+            cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned)
         # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
         # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
         beyond = [rows[n].layout for n in strip.rows if rows[n].layout.numel]
         beyond = [lay for lay in beyond if lay.index_range[1] >= lay.storage_numel]
-        for cell in picture.cells:
-            if cell.strip == strip.index:
-                wide = cell.nbytes / strip.unit_bytes
-                if cell.state == "ghost":  # past the end: right of the strip, a little apart
-                    x0 = strip_width + GHOST_GAP + (cell.byte_start - storage_end) / strip.unit_bytes
-                    width = max(width, x0 + wide)
-                else:
-                    x0 = x_at(cell.byte_start)
-                cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned)
         if beyond:  # a setting torch refuses: say where it reaches
             reach, cells_in_all = beyond[0].index_range[1], beyond[0].storage_numel
             text = f"past the end of the storage ({cells_in_all:,} cells):\nreaches index {reach:,}, torch refuses"
-            x0 = strip_width + GHOST_GAP
-            heads.append(Text(_px(x0), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
-            width = max(width, x0 + _cells_wide(text, "ghost-text"))
+            heads.append(Text(_px(ghost_x), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
+            width = max(width, ghost_x + _cells_wide(text, "ghost-text"))
     items = (Text(_px(0), _py(TOP_MARGIN), legend, "legend", "legend"), *heads, *grid_items, *cells, *labels, *steps)
     return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(y), items, STYLES, picture.summary)
 
