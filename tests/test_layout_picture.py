@@ -21,12 +21,13 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tutorial_lib import layout  # noqa: E402
+from tutorial_lib import layout, same_storage  # noqa: E402
 from tutorial_lib.pictures import palette  # noqa: E402
 from tutorial_lib.pictures.layout_picture import (  # noqa: E402
     CELL_INSET,
     CELL_PT,
     FIT_ROOM,
+    GHOST_CELLS,
     LOOP_POINTS,
     MAX_LISTED,
     MIN_FONT_PT,
@@ -659,3 +660,60 @@ def test_lazy_conj_and_neg_views_say_they_read_values_conjugated_or_negated():
     assert c.conj().imag.is_neg() and "negated: the lazy neg bit" in rows["imag"]
     assert "c.conj(): shape (2,) stride (1,) offset 0 (reads each stored value conjugated" in fig.summary
     assert "lazy" not in draw_layout(c.conj().resolve_conj()).summary  # resolved: a copy with plain values
+
+
+def test_two_storage_objects_over_overlapping_memory_are_not_called_separate():
+    import numpy as np
+
+    n = np.arange(10.0)
+    a, b = torch.from_numpy(n), torch.from_numpy(n[2:])  # two storages, one numpy buffer
+    assert not same_storage(a, b) and np.shares_memory(a.numpy(), b.numpy())
+    summary = layout_picture(a, b, names=["a", "b"]).summary
+    assert "another storage object over memory a's storage also uses (shared)" in summary
+    assert "not shared" not in summary
+    c = torch.arange(10.0)  # its own memory
+    assert "separate from a's (not shared)" in layout_picture(a, c, names=["a", "c"]).summary
+
+
+def test_order_is_compared_only_between_rows_that_read_each_cell_once():
+    v = torch.arange(3.0)
+    ex = v.expand(4, 3)  # reads 0, 1, 2 four times: the same cells, in the same cyclic order, repeated
+    summary = layout_picture(ex, v, names=["ex", "v"]).summary
+    assert "v: shape (3,) stride (1,) offset 0 reads the same 3 cells as ex, each once" in summary
+    assert "different order" not in summary
+    m = torch.arange(4.0).view(2, 2)
+    assert "reads the same 4 cells as m in a different order" in layout_picture(m, m.t(), names=["m", "t"]).summary
+    assert "in the same order" in layout_picture(v, v[:], names=["v", "w"]).summary
+
+
+def test_a_storage_that_is_not_a_whole_number_of_elements_says_its_bytes():
+    u = torch.arange(7, dtype=torch.uint8)
+    f = u[:4].view(torch.float32)  # a float32 over a 7-byte storage: one whole element and 3 bytes
+    assert f.untyped_storage().nbytes() == 7
+    picture = layout_picture(f, names=["f"], show_values=False)
+    assert picture.strips[0].description.startswith("storage of 7 bytes (1 whole float32 and 3 bytes)")
+
+
+def test_the_summary_says_how_much_of_a_row_past_the_end_is_drawn():
+    from tutorial_lib.facts.storage import planned_layout
+
+    storage = torch.arange(12.0)
+    near = layout_picture(planned_layout(storage, (3,), (1,), 10), names=["t"], values_from=storage)
+    assert len(near.row_cells("t", "ghost")) == 1 and "1 dashed ghost cell drawn just past it" in near.summary
+    far = layout_picture(planned_layout(storage, (3,), (1,), 20), names=["t"], values_from=storage)
+    assert not far.row_cells("t", "ghost")
+    assert f"none drawn (its elements there lie beyond the {GHOST_CELLS} cells drawn past the end)" in far.summary
+    split = layout_picture(planned_layout(storage, (3,), (10,), 5), names=["t"], values_from=storage)
+    assert (
+        len(split.row_cells("t", "ghost")) == 1 and "(only the first 8 cells past the end are drawn)" in split.summary
+    )
+
+
+def test_step_labels_stay_inside_the_picture():
+    x = torch.arange(40.0)
+    t = x.as_strided((3, 2), (0, 39))  # a long stride-0 label on the shortest arrow, drawn right of the longest
+    scene = layout_scene(layout_picture(x, t, names=["x", "t"]))
+    for ident, text in scene.texts():
+        if ident.startswith("steptext"):
+            item, style = scene.ids()[ident], STYLES[scene.ids()[ident].style]
+            assert item.x + text_width(text, style.family, style.size) <= scene.width

@@ -433,6 +433,8 @@ def _reads_text(lay: Layout, in_bytes: bool) -> str:
     distinct = len(set(lay.element_indices))
     if distinct == lay.numel:
         return f"reads {lay.numel:,} elements within {span}, not contiguously"
+    if distinct == 1:
+        return f"reads {span} only, {_repeat_text(lay)}"
     return f"reads {distinct:,} cells within {span.removeprefix('cells ')}, {_repeat_text(lay)}"
 
 
@@ -454,7 +456,9 @@ def _relation(member: _Member, first: _Member) -> str | None:
             return f"reads the same {mine:,} bytes as {name}"
         if lay.numel != mine:
             return f"reads the same {mine:,} cells as {name}, {_repeat_text(lay)}"
-        order = "same" if overlap.same_order else "a different"
+        if first.layout.numel != theirs:  # the first row repeats cells: orders of different lengths
+            return f"reads the same {mine:,} cells as {name}, each once"
+        order = "the same" if overlap.same_order else "a different"
         return f"reads the same {mine:,} cells as {name} in {order} order"
     if not common:
         return f"shares no {unit} with {name} (same storage, no overlap)"
@@ -493,10 +497,18 @@ def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Membe
     """A strip's title: its storage's size, the cells shown, and how it relates to the first strip."""
     lay = group[0].layout
     description = f"storage of {lay.storage_numel:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
+    if lay.storage_nbytes % lay.itemsize:  # e.g. a float32 view of 7 uint8 bytes: 1 whole float32 and 3 bytes
+        extra = plural(lay.storage_nbytes % lay.itemsize, "byte")
+        description = (
+            f"storage of {lay.storage_nbytes:,} bytes ({lay.storage_numel:,} whole {dtype_name(lay.dtype)} and {extra})"
+        )
     if any(kind == "gap" for kind, _, _ in pieces):
         description += f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
     if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
         description += " (a Layout does not say which storage it is over: drawn apart)"
+    elif strip_no > 0 and any(shares_memory(m.tensor, first_of_all.tensor) for m in group if m.tensor is not None):
+        # Two storage objects over overlapping memory: two from_numpy (or frombuffer) of one array's parts.
+        description += f", another storage object over memory {first_of_all.name}'s storage also uses (shared)"
     elif strip_no > 0:
         description += f", separate from {first_of_all.name}'s (not shared)"
     if len(group) > 1 and any(m.tensor is None for m in group):
@@ -606,10 +618,15 @@ def layout_picture(
     for row in rows:
         if row.layout.numel and row.layout.index_range[1] >= row.layout.storage_numel:
             outside = row.layout.index_range[1] - row.layout.storage_numel + 1
+            ghosts = sum(1 for cell in cells if cell.row == row.name and cell.state == "ghost")
+            drawn = f"{plural(ghosts, 'dashed ghost cell')} drawn just past it"
+            if ghosts and ghosts < outside:
+                drawn += f" (only the first {GHOST_CELLS} cells past the end are drawn)"
+            elif not ghosts:
+                drawn = f"none drawn (its elements there lie beyond the {GHOST_CELLS} cells drawn past the end)"
             summary += (
                 f"; {row.name} runs past the storage's end (its last element would read index "
-                f"{row.layout.index_range[1]:,}, {plural(outside, 'cell', fmt=',')} past it): "
-                "drawn as dashed ghost cells"
+                f"{row.layout.index_range[1]:,}, {plural(outside, 'cell', fmt=',')} past it): {drawn}"
             )
     if max_cells > MAX_CELLS:
         summary += f"; max_cells={max_cells:,} was capped at {MAX_CELLS:,} cells per storage"
@@ -1008,7 +1025,8 @@ def layout_scene(picture: LayoutPicture) -> Scene:
                 if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
                     lanes[step.dim] = (arrow, y)
                     right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
-                    width = max(width, right + LABEL_PAD + _cells_wide(arrow[2], "step-text"))
+            labels_wide = [_cells_wide(arrow[2], "step-text") for arrow, _ in lanes.values()]
+            width = max(width, right + LABEL_PAD + max(labels_wide, default=0.0))
             # Labels in one column right of every arrow of the row: no tick line crosses a label.
             for step in [step for step in row_steps if step.dim in lanes]:
                 steps += _step_items(step, *lanes[step.dim], row_y[name], right + LABEL_PAD)
