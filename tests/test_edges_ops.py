@@ -603,3 +603,62 @@ def test_separate_empty_inputs_stay_separate():
     assert x.untyped_storage()._cdata != y.untyped_storage()._cdata
     _, seen = captured_input(lambda x, y: x, x=x, y=y)
     assert seen["x"].untyped_storage()._cdata != seen["y"].untyped_storage()._cdata
+
+
+def _inference_leaf():
+    with torch.inference_mode():
+        return torch.arange(12.0)
+
+
+def _view_made_in_no_grad():
+    leaf = torch.arange(12.0, requires_grad=True)
+    with torch.no_grad():
+        return leaf[:6]
+
+
+def _view_made_in_inference_mode():
+    plain = torch.arange(12.0)
+    with torch.inference_mode():
+        return plain[2:]
+
+
+MADE_AS = {
+    "a view (arange(12.).reshape(3, 4))": lambda: torch.arange(12.0).reshape(3, 4),
+    "an integer view": lambda: torch.arange(12).reshape(3, 4),
+    "a view of a detached tensor": lambda: torch.arange(12.0, requires_grad=True).detach()[:4],
+    "a view of a non-leaf": lambda: (torch.arange(12.0, requires_grad=True) * 2)[:6],
+    "an output of unbind": lambda: (torch.arange(12.0, requires_grad=True) * 2).unbind(0)[1],
+    "an output of split": lambda: (torch.arange(12.0, requires_grad=True) * 2).split(4)[1],
+    "a slice of an output of unbind": lambda: (torch.arange(12.0, requires_grad=True) * 2).view(3, 4).unbind(0)[1][1:],
+    "an unbind output needing no grad": lambda: torch.arange(12.0).unbind(0)[1],
+    "a view made in no_grad": _view_made_in_no_grad,
+    "a view made in inference_mode": _view_made_in_inference_mode,
+    "an inference tensor": _inference_leaf,
+    "a view with another dtype": lambda: torch.arange(4.0).view(torch.uint8)[2:],
+}
+
+
+@pytest.mark.parametrize("made_as", list(MADE_AS))
+@pytest.mark.parametrize(
+    "expression", ["x.detach_()", "x.add_(1)", "x.t_()", "x.unsqueeze_(0)", "x.requires_grad_()", "x.view(-1)"]
+)
+def test_the_verdict_is_what_torch_does_with_that_very_input(made_as, expression):
+    # The fresh copy keeps being a view, and how the view was made: torch refuses detach_ on any view and
+    # in-place ops on some (made in no_grad, an output of unbind/split), with a message naming them. The old
+    # copy was no view: "same tensor" for arange(12.).reshape(3, 4).detach_(), "in-place" for the unbind
+    # output's add_, "a view of a leaf Variable ..." for the no_grad view; detach_ of an inference tensor
+    # (which writes no memory) was "in-place".
+    x = MADE_AS[made_as]()
+    try:
+        result = eval(expression, {"x": x})
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError) as raised:
+            only_row(expression, x=MADE_AS[made_as]())
+        assert str(raised.value) == str(error)
+        return
+    row = only_row(expression, x=MADE_AS[made_as]())
+    if result is x:
+        writes = expression not in ("x.detach_()", "x.requires_grad_()")
+        assert row.verdict == ("in-place" if writes else "same tensor")
+    else:
+        assert row.verdict == "view"

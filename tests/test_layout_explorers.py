@@ -570,3 +570,95 @@ def test_copied_from_traces_only_what_values_can_tell():
 def test_verdict_badges_use_the_palettes_verdict_colours():
     assert VERDICT_BADGES["view"][1] == palette.VIEW and VERDICT_BADGES["copy"][1] == palette.COPY
     assert VERDICT_BADGES["in-place"][1] == palette.STALE and VERDICT_BADGES["same tensor"][1] == palette.STORAGE
+
+
+@pytest.mark.parametrize(
+    "offset, ghosts, says",
+    [
+        (
+            10,
+            [12],
+            "drawn anyway, its elements past the end as dashed ghost cells (the last would read storage index 12)",
+        ),
+        (
+            19,
+            [19],
+            "drawn anyway, with dashed ghost cells only for the elements reading the 8 cells just past the end "
+            "(indices 12–19); the last would read storage index 21, 10 cells past the end",
+        ),
+        (
+            20,
+            [],
+            "drawn anyway, without ghost cells: no element reads the 8 cells just past the end (indices 12–19); "
+            "the last would read storage index 22, 11 cells past the end",
+        ),
+    ],
+)
+def test_the_summary_says_which_ghost_cells_are_drawn(offset, ghosts, says):
+    # The picture draws ghosts only for the 8 cells just past the end; the summary used to say "its elements past
+    # the end as dashed ghost cells" also for offset 20, where no ghost cell is drawn.
+    explorer = stride_explorer()
+    set_layout(explorer, "3", "1", offset)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.as_strided(explorer.storage, (3,), (1,), offset)
+    assert [cell.index for cell in explorer.picture.row_cells("t", "ghost")] == ghosts
+    assert explorer.summary.endswith(says)
+
+
+@pytest.mark.parametrize(
+    "shape, stride, offset, last",
+    [((2, 3), (1, 2**62), 0, 1 + 2 * 2**62), ((3,), (1,), 9223372036854775000, 9223372036854775002)],
+)
+def test_an_overflow_is_explained_as_torchs_storage_size_overflow(shape, stride, offset, last):
+    # Every size is positive: the old explanation "Every size in the shape must be 0 or more." was false.
+    explorer = stride_explorer()
+    set_layout(explorer, ", ".join(map(str, shape)), ", ".join(map(str, stride)), offset)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed") as refused:
+        torch.as_strided(explorer.storage, shape, stride, offset)
+    assert (last + 1) * 4 > 2**63 - 1
+    assert explorer.error == (
+        f"Storage size calculation overflowed: the last element would read storage index {last:,}, so the storage "
+        f"would need {(last + 1) * 4:,} bytes, more than torch's 64-bit integers hold (2**63 - 1 = {2**63 - 1:,})."
+    )
+    assert str(refused.value).split("\n")[0] in explorer.summary
+    set_layout(explorer, "2, -3", "1, 1")  # a negative size: torch says "overflowed" too, and that is the reason
+    assert explorer.error == "Every size in the shape must be 0 or more."
+
+
+@pytest.mark.parametrize(
+    "expression, returned, instead",
+    [
+        ("x.max(0)", "torch.return_types.max (values, indices)", "x.max(0).values"),
+        ("x.split(2)", "a tuple of 2 tensors", "x.split(2)[0]"),
+        ("x.numpy()", "a numpy.ndarray", None),
+        ("x.storage_offset()", "the int 0", None),
+    ],
+)
+def test_an_operation_that_returns_no_tensor_says_what_it_returned(expression, returned, instead):
+    # It ran: the old message "x.max(0) cannot run on this x: it returned max, not a tensor" said it could not.
+    x = torch.arange(100.0, 112.0).reshape(3, 4)
+    eval(expression, {"x": x.clone()})  # torch runs it
+    outcome = run_operation(x, expression)
+    assert outcome.row is None and "cannot run" not in outcome.summary
+    advice = f", e.g. {instead}" if instead else ""
+    assert outcome.summary == (
+        f"{expression} ran and returned {returned}, not a tensor: this explorer draws only tensor results{advice}"
+    )
+    if instead:
+        assert isinstance(eval(instead, {"x": x}), torch.Tensor) and run_operation(x, instead).row is not None
+
+
+def test_a_computed_result_is_said_to_hold_xs_values_not_to_be_copied_from_them():
+    # x.abs() of 100..111 computes its values: "copied from x" was false; the cells holding the same values are
+    # true whatever the operation did.
+    outcome = run_operation(torch.arange(100.0, 112.0).reshape(3, 4), "x.abs()")
+    assert outcome.row.verdict == "copy" and outcome.sources == tuple(range(12))
+    text = sources_html(outcome)
+    assert "copied" not in text and "each element (row-major) ← the cell of x's storage holding its value" in text
+
+
+def test_the_address_table_says_1_byte_per_element():
+    explorer = stride_explorer()
+    explorer.dtype.value = "uint8"
+    assert torch.empty(0, dtype=torch.uint8).element_size() == 1
+    assert "· 1 byte per element" in explorer.table.value and "1 bytes" not in explorer.table.value

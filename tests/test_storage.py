@@ -234,3 +234,13 @@ def test_unravel_index_is_numpys_for_any_shape():
         unravel_index(12, (3, 4))
     with pytest.raises(TypeError, match="position"):
         unravel_index(1.0, (3, 4))
+
+
+def test_the_repr_counts_a_storage_that_holds_no_whole_number_of_elements():
+    # 7 bytes viewed as float32: one whole element and 3 bytes over; the repr said "1 elements × 4 bytes = 7 bytes"
+    u = torch.arange(7, dtype=torch.uint8)
+    f = u[:4].view(torch.float32)
+    assert f.untyped_storage().nbytes() == 7 and f.element_size() == 4
+    assert "storage=1 element × 4 bytes + 3 bytes left over = 7 bytes," in repr(layout(f))
+    assert "storage=7 elements × 1 byte = 7 bytes," in repr(layout(u))
+    assert "storage=12 elements × 4 bytes = 48 bytes," in repr(layout(torch.arange(12.0)))

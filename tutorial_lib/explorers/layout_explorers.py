@@ -10,8 +10,9 @@ rasterising a matplotlib figure on every change takes several times the 50 ms bu
 
 torch is the judge of what is possible: the stride explorer builds its tensor with ``torch.as_strided``
 and shows torch's refusal, explained, in a message instead of raising; a setting that runs past the storage's
-end is drawn anyway, its elements past the end as dashed ghost cells. Its text fields send a value when an edit
-is complete (Enter or leaving the field), so half-typed settings are never drawn.
+end is drawn anyway, the elements reading the ``GHOST_CELLS`` cells just past the end as dashed ghost cells. Its
+text fields send a value when an edit is complete (Enter or leaving the field), so half-typed settings are never
+drawn.
 
 The pictures link what belongs together with CSS alone (``hover_css``: no JavaScript): hovering an element of
 a tensor's grid outlines the storage cell it reads, its cell in the tensor's row and its address-table row, and
@@ -19,7 +20,7 @@ hovering a cell or a table row outlines the elements reading it.
 
 The view/copy explorer shows its verdict as a large VIEW / COPY / IN-PLACE badge (colour and word, with a
 sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
-For a copy it says which of ``x``'s cells each element was copied from, and hovering links them.
+For a copy it says which of ``x``'s storage cells holds each element's value, and hovering links them.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from dataclasses import dataclass
 import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor, require_type
-from ..common.text import op_name
+from ..common.text import op_name, plural
 from ..facts.ops import OpReport, OpRow, view_or_copy
 from ..facts.storage import layout, planned_layout, unravel_index
 from ..pictures import palette
-from ..pictures.layout_picture import LayoutPicture, layout_picture, layout_scene
+from ..pictures.layout_picture import GHOST_CELLS, LayoutPicture, layout_picture, layout_scene
 from ..pictures.scene import Scene
 from .base import Explorer
 
@@ -191,8 +192,11 @@ def _ints_text(values) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def _explain_refusal(error: RuntimeError, storage_numel: int, dtype_name: str) -> str:
-    """Plain words for why ``torch.as_strided`` refused a setting (torch's own message is shown too)."""
+def _explain_refusal(error: RuntimeError, storage_numel: int, dtype_name: str, setting=None) -> str:
+    """Plain words for why ``torch.as_strided`` refused a setting (torch's own message is shown too).
+
+    ``setting`` is ``(shape, stride, offset, itemsize)``: with it, an overflow says the size that overflowed.
+    """
     text = str(error)
     if "out of bounds" in text:
         return (
@@ -207,14 +211,43 @@ def _explain_refusal(error: RuntimeError, storage_numel: int, dtype_name: str) -
         )
     if "storage offset" in text:
         return "The storage offset must be 0 or more: it is the storage index of the first element."
-    if "negative dimension" in text or "overflowed" in text:
+    if "negative dimension" in text or "overflowed" in text and setting and min(setting[0], default=0) < 0:
         return "Every size in the shape must be 0 or more."
+    if "overflowed" in text and setting:
+        shape, stride, offset, itemsize = setting
+        last = offset + sum((size - 1) * step for size, step in zip(shape, stride))
+        return (
+            f"Storage size calculation overflowed: the last element would read storage index {last:,}, so the "
+            f"storage would need {(last + 1) * itemsize:,} bytes, more than torch's 64-bit integers hold "
+            f"(2**63 - 1 = {2**63 - 1:,})."
+        )
+    if "multiplication overflow" in text and setting:
+        return (
+            f"Too many elements: the shape holds {math.prod(setting[0]):,} elements, more than torch's 64-bit "
+            f"integers can count (2**63 - 1 = {2**63 - 1:,})."
+        )
     if "mismatch in length" in text:
         return (
             "shape and stride need the same number of entries: one stride per dimension "
             "(press 'contiguous strides' to fill them in)."
         )
     return "torch refused this setting."
+
+
+def _past_end_text(picture: LayoutPicture, lay) -> str:
+    """What a picture of a setting that runs past the storage's end shows of it: the layout picture draws a
+    ghost cell only for the ``GHOST_CELLS`` cells just past the end."""
+    end, last = lay.storage_numel, lay.index_range[1]
+    if last < end + GHOST_CELLS:
+        return (
+            "; drawn anyway, its elements past the end as dashed ghost cells "
+            f"(the last would read storage index {last:,})"
+        )
+    reach = f"the last would read storage index {last:,}, {plural(last - end + 1, 'cell', fmt=',')} past the end"
+    window = f"the {GHOST_CELLS} cells just past the end (indices {end:,}–{end + GHOST_CELLS - 1:,})"
+    if any(cell.state == "ghost" for cell in picture.cells):
+        return f"; drawn anyway, with dashed ghost cells only for the elements reading {window}; {reach}"
+    return f"; drawn anyway, without ghost cells: no element reads {window}; {reach}"
 
 
 class StrideExplorer(Explorer):
@@ -322,10 +355,7 @@ class StrideExplorer(Explorer):
         if past_end is not None:  # drawn as it would be: where it runs out is the answer
             self.picture, self.scene, self.layout_model = past_end, layout_scene(past_end), past_end.rows[0].layout
             self.picture_view.value = hover_css(past_end, self.scope) + self.svg_html()
-            self.summary += (
-                "; drawn anyway, its elements past the end as dashed ghost cells (the last would read storage index "
-                f"{self.layout_model.index_range[1]:,})"
-            )
+            self.summary += _past_end_text(past_end, self.layout_model)
         detail = f"<br><code>torch: {html.escape(torch_says)}</code>" if torch_says else ""
         self.message.value = f'<div style="color:{palette.STALE}"><b>⚠ {html.escape(explanation)}</b>{detail}</div>'
         self.table.value = ""
@@ -367,7 +397,8 @@ class StrideExplorer(Explorer):
             if "out of bounds" in str(error) and drawable:
                 lay = planned_layout(self.storage, shape, stride, offset)
                 past_end = layout_picture(lay, names=["t"], max_cells=self.max_cells, values_from=self.storage)
-            self._invalid(_explain_refusal(error, self.storage_size, dtype_name), _first_line(error), past_end)
+            setting = (shape, stride, offset, self.storage.element_size())
+            self._invalid(_explain_refusal(error, self.storage_size, dtype_name, setting), _first_line(error), past_end)
             return
         self.tensor = tensor
         self.picture = layout_picture(tensor, names=["t"], max_cells=self.max_cells)
@@ -401,7 +432,7 @@ class StrideExplorer(Explorer):
         verdict = "yes: row-major order, no gaps" if lay.is_contiguous else "no"
         head = (
             f"<p><b>t.is_contiguous()</b>: {verdict} · element address = "
-            f"<code>{html.escape(lay.formula())}</code> · {lay.itemsize} bytes per element</p>"
+            f"<code>{html.escape(lay.formula())}</code> · {plural(lay.itemsize, 'byte')} per element</p>"
         )
         sticky = "position:sticky;top:0;background:#ffffff"  # the header stays in view while the rows scroll
         numbers = 'style="padding:0 0 0 1.2em;text-align:right"'
@@ -453,7 +484,7 @@ class OperationOutcome:
     sources: tuple[int, ...] | None = None  # a copy's: per element (row-major), the x storage index it holds
 
     def source_links(self) -> tuple[tuple[str, str], ...]:
-        """``(result element id, x cell id)`` pairs linking each copied element to the cells of x it came from."""
+        """``(result element id, x cell id)`` pairs linking each element of a copy to the x cell holding its value."""
         if self.sources is None:
             return ()
         return tuple(
@@ -524,9 +555,7 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
         report = view_or_copy({expression: run}, x=x)
         result = captured.get("result")
         if not isinstance(result, torch.Tensor):
-            return OperationOutcome(
-                expression, f"{expression} cannot run on this x: it returned {describe(result)}, not a tensor"
-            )
+            return OperationOutcome(expression, _not_a_tensor(expression, result))
         sources = copied_from(captured["x"], result) if report[0].verdict == "copy" else None
         copied = None if sources is None else {expression: ("x", sources)}
         picture = layout_picture(captured["x"], result, names=["x", expression], max_cells=max_cells, copied=copied)
@@ -545,16 +574,39 @@ def run_operation(x: torch.Tensor, expression: str, max_cells: int = 64) -> Oper
     return OperationOutcome(expression, summary, report, row, result, picture, scene, sources)
 
 
+def _not_a_tensor(expression: str, result) -> str:
+    """What an operation that ran gave instead of a tensor, and a tensor to look at instead where there is one."""
+    fields = getattr(type(result), "__match_args__", ()) if isinstance(result, tuple) else ()
+    if fields:  # torch.return_types: values, indices
+        what, instead = f"torch.return_types.{type(result).__name__} ({', '.join(fields)})", f"{expression}.{fields[0]}"
+    elif isinstance(result, (tuple, list)) and result and all(isinstance(r, torch.Tensor) for r in result):
+        what, instead = f"a {type(result).__name__} of {plural(len(result), 'tensor')}", f"{expression}[0]"
+    elif result is None or isinstance(result, torch.Size) and len(repr(result)) <= 60:
+        what, instead = repr(result), ""
+    elif isinstance(result, (bool, int, float, complex)) and len(repr(result)) <= 40:
+        what, instead = f"the {type(result).__name__} {result!r}", ""
+    else:
+        what, instead = f"a {type(result).__module__.split('.')[0]}.{type(result).__name__}", ""
+        if what.startswith("a builtins."):
+            what = f"a {type(result).__name__}"
+    advice = f", e.g. {instead}" if instead else ""
+    return f"{expression} ran and returned {what}, not a tensor: this explorer draws only tensor results{advice}"
+
+
 def sources_html(outcome: OperationOutcome) -> str:
-    """One line under a copy's picture: which of x's cells each element was copied from ('' if not a traced copy)."""
+    """One line under a copy's picture: which of x's storage cells holds each element's value ('' if not traced).
+
+    It says "holds the value", not "was copied from": the cells are found by value, and a computed result
+    (``x.abs()`` of positive values) holds x's values without being copied from them.
+    """
     require_type(outcome, OperationOutcome, "outcome", "an OperationOutcome")
     if outcome.sources is None:
         return ""
     pairs = " · ".join(f"[{p}] ← {i}" for p, i in enumerate(outcome.sources[:TABLE_ROWS]))
     more = f" · … ({len(outcome.sources):,} in all)" if len(outcome.sources) > TABLE_ROWS else ""
     return (
-        f'<div style="font-size:13px;max-width:60em">copied from x: element (row-major) ← x\'s storage cell: '
-        f"<code>{pairs}{more}</code> (hover an element of the copy's grid to see its cell in x)</div>"
+        '<div style="font-size:13px;max-width:60em">each element (row-major) ← the cell of x\'s storage holding '
+        f"its value: <code>{pairs}{more}</code> (hover an element of the copy's grid to see that cell in x)</div>"
     )
 
 

@@ -17,11 +17,12 @@ from typing import Iterator
 
 import numpy as np
 import torch
+from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from ..common.checks import describe, require_type
-from ..common.text import op_name
+from ..common.text import op_name, short_op_name
 from .storage import same_storage, shares_memory
 from .watching import WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
@@ -305,7 +306,8 @@ class _FreshCopier:
     """Copies of the inputs that answer every question as the originals would.
 
     Kept: shape, strides, offset and storage size; dtype; the conj and neg bits; requires_grad, leaf or
-    not, and being a view of a tensor that requires grad; numpy arrays' strides and ownership; and which
+    not, inference or not, and being a view (of what, made how: autograd's rules for in-place ops and
+    ``detach_`` on views depend on it); numpy arrays' strides and ownership; and which
     inputs share memory (each memory block is copied once, and every input over it is rebuilt on the copy,
     so ``x=a[:4], y=a[2:]`` still overlap).
     """
@@ -314,6 +316,7 @@ class _FreshCopier:
         self.values = values
         self.copies: dict[int, object] = {}  # id(original tensor or array) -> its copy
         self.storages: dict[int, torch.UntypedStorage] = {}  # original storage's _cdata -> its copy
+        self.renamed: set[tuple[str, str]] = set()  # (a copy's name in torch's messages, the original's name)
 
     def copy_all(self) -> dict:
         strided = {
@@ -376,6 +379,38 @@ class _FreshCopier:
         for member in members:
             self.copies.setdefault(id(member), (start, block))
 
+    def _rebuild_view(self, value: torch.Tensor) -> torch.Tensor | None:
+        """A view ``value`` rebuilt as a view of its rebuilt base, made as torch made it (in grad mode, under
+        ``no_grad``, under ``inference_mode``), with the same creation record: in-place ops and ``detach_``
+        on it meet the autograd rules they meet on ``value`` ("Can't detach views in-place", "A view was
+        created in no_grad mode ...", "Output 1 of Unbind is a view ..."). None where that cannot be done."""
+        base = value._base
+        if base is None or base.layout != torch.strided or base.is_conj() or base.is_neg():
+            return None
+        self.copies.setdefault(id(base), self.copies.get(id(value)))
+        fresh_base = self._rebuild(base)
+        meta = _get_creation_meta(value)
+        if meta == CreationMeta.INFERENCE_MODE:
+            mode = torch.inference_mode()
+        elif meta == CreationMeta.NO_GRAD_MODE:
+            mode = torch.no_grad()
+        else:
+            mode = torch.enable_grad()
+        try:
+            with mode:
+                source = fresh_base if fresh_base.dtype == value.dtype else fresh_base.view(value.dtype)
+                copy_ = source.as_strided(value.size(), value.stride(), value.storage_offset())
+        except RuntimeError:  # a view torch cannot remake from its base by strides (view_as_real of a conj ...)
+            return None
+        if not copy_._is_view():
+            return None
+        _set_creation_meta(copy_, meta)
+        if meta == CreationMeta.MULTI_OUTPUT_NODE and value.grad_fn is not None:
+            # torch's error names the op that made the view and its output number; the copy's are as_strided's
+            op = short_op_name(value.grad_fn.name())
+            self.renamed.add((f"Output {copy_.output_nr} of AsStrided ", f"Output {value.output_nr} of {op} "))
+        return copy_
+
     def _rebuild(self, value):
         done = self.copies.get(id(value))
         if done is not None and not isinstance(done, tuple):
@@ -398,15 +433,8 @@ class _FreshCopier:
     def _rebuild_tensor(self, value: torch.Tensor) -> torch.Tensor:
         storage = value.untyped_storage()
         place = (value.dtype, value.device, value.size(), value.stride(), value.storage_offset())
-        base = value._base
-        if base is not None and base.requires_grad and base.layout == torch.strided:
-            # a view of a tensor that requires grad: rebuilt as a view of the rebuilt base, so that in-place
-            # ops on it meet the same autograd rules (a view of a leaf, a view of a non-leaf)
-            self.copies.setdefault(id(base), self.copies.get(id(value)))
-            fresh_base = self._rebuild(base)
-            with torch.enable_grad():
-                copy_ = fresh_base.as_strided(value.size(), value.stride(), value.storage_offset())
-        else:
+        copy_ = self._rebuild_view(value) if value._is_view() else None
+        if copy_ is None:
             fresh_storage = self.storages[storage._cdata]
             dtype, device, size, stride, offset = place
             if value.requires_grad and value.grad_fn is not None:
@@ -469,8 +497,8 @@ class _WriteWatcher(_Recorder):
         self.made: set = set()  # storage keys of the outputs of ops that allocated
 
     def before_call(self, func, args, kwargs) -> None:
-        if self.wrote_input:
-            return
+        if self.wrote_input or func._schema.name == "aten::detach_":
+            return  # detach_ (seen here for an inference tensor) changes autograd's record only: no memory
         for tensor in _written_tensors(func, args, kwargs):
             try:
                 parts = _memory_parts(tensor)
@@ -545,8 +573,10 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
         fresh_inputs: run each expression on a fresh copy of the inputs, so an in-place expression does
             not change what the next one sees. The copy keeps everything that can change the answer:
             layout (shape, strides, offset, storage size), dtype, the conj and neg bits, requires_grad and
-            being a leaf or not, numpy strides, and which inputs share memory. With False the expressions
-            run on the tensors themselves.
+            being a leaf or not, being an inference tensor, being a view and how it was made (torch refuses
+            ``detach_()`` on a view, and in-place ops on an output of ``unbind``/``split`` or a view made
+            under ``no_grad``: the copy is refused the same, with torch's message), numpy strides, and which
+            inputs share memory. With False the expressions run on the tensors themselves.
         **tensors: the tensors (or numpy arrays) the expressions name, e.g. ``x=torch.arange(6.)``.
 
     Returns:
@@ -623,10 +653,23 @@ def _numpy_writes(code, tensors: dict) -> bool:
     return False
 
 
+def _rename_in_message(error: RuntimeError, renamed: set) -> None:
+    """Put the input's own name back into torch's message about its copy ("Output 1 of Unbind ...")."""
+    if len(renamed) != 1 or not error.args or not isinstance(error.args[0], str):
+        return  # none, or several multi-output views among the inputs (their copies' names are alike)
+    ((copy_name, name),) = renamed
+    error.args = (error.args[0].replace(copy_name, name), *error.args[1:])
+
+
 def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     numpy_wrote = fresh_inputs and _numpy_writes(code, tensors)
-    inputs = _FreshCopier(tensors).copy_all() if fresh_inputs else dict(tensors)
-    result, watcher, before, shots = _run_watched(code, inputs)
+    copier = _FreshCopier(tensors)
+    inputs = copier.copy_all() if fresh_inputs else dict(tensors)
+    try:
+        result, watcher, before, shots = _run_watched(code, inputs)
+    except RuntimeError as error:
+        _rename_in_message(error, copier.renamed)
+        raise
     records, sources = watcher.records, watcher.sources
     # In place means an input's memory was written: its version counter moved (views share it), an op
     # wrote into its memory through another alias, or numpy wrote it (numpy keeps no counter: seen from

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..common.checks import describe, require_int, require_positive_int, require_tensor, require_type
-from ..common.text import dtype_name
+from ..common.text import dtype_name, plural
 
 #: How many element indices ``layout`` lists before it stops and sets ``indices_truncated``.
 DEFAULT_MAX_ELEMENTS = 4096
@@ -240,6 +240,13 @@ class Layout:
         origin = self.index_of(*([0] * self.ndim))
         return tuple((dim, origin, origin + self.stride[dim]) for dim, size in enumerate(self.shape) if size > 1)
 
+    def _storage_text(self) -> str:
+        """The storage's size as whole elements of this dtype, and the bytes left over that hold no whole one."""
+        whole = f"{plural(self.storage_numel, 'element')} × {plural(self.itemsize, 'byte')}"
+        rest = self.storage_nbytes - self.storage_numel * self.itemsize
+        extra = f" + {plural(rest, 'byte')} left over" if rest else ""
+        return f"{whole}{extra} = {plural(self.storage_nbytes, 'byte')}"
+
     def __repr__(self) -> str:
         shown = ", ".join(str(i) for i in self.element_indices[:12])
         if self.numel > 12:
@@ -248,7 +255,7 @@ class Layout:
         return (
             f"Layout(shape={self.shape}, stride={self.stride}, storage_offset={self.storage_offset}, "
             f"dtype={self.dtype}, contiguous={self.is_contiguous}, "
-            f"storage={self.storage_numel} elements × {self.itemsize} bytes = {self.storage_nbytes} bytes, "
+            f"storage={self._storage_text()}, "
             f"elements at storage[{shown}]{note})"
         )
 
