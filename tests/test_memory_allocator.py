@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import weakref
 
 import pytest
 import torch
@@ -595,3 +596,58 @@ def test_an_op_that_raises_is_on_the_axis_and_the_books_still_add_up(fallback):
     assert [name for name, _ in mem.timeline] == ["aten::mul", "aten::view"]
     check_allocations_add_up(mem)
     del y
+
+
+def _note_when_freed(tensor, log: list, name: str) -> None:
+    """Appends (name, whether autograd's engine was running) to ``log`` when ``tensor``'s storage is freed."""
+    weakref.finalize(tensor.untyped_storage(), lambda: log.append((name, torch._C._current_graph_task_id() != -1)))
+
+
+def _profiling(fallback: bool):
+    """A running profiler (measure_memory then falls back to its storage tracker), or nothing."""
+    if fallback:
+        return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["allocator", "under a running profiler"])
+def test_only_what_backward_itself_frees_is_an_activation(fallback):
+    """A tensor freed by ``del`` after backward() returned is no activation, though the free, between two ops,
+    is placed after the last op of the backward pass; a saved tensor that backward lets go is one."""
+    w = torch.randn(1000, requires_grad=True)
+    freed = []
+    with _profiling(fallback), measure_memory() as mem:
+        y = w.sin()
+        z = y.cos()
+        loss = z.sum()
+        _note_when_freed(y, freed, "y")
+        _note_when_freed(z, freed, "z")
+        _note_when_freed(loss, freed, "loss")
+        loss.backward()
+        del y, z, loss  # y was saved by CosBackward: backward let go of the graph's reference only
+    assert freed == [("y", False), ("z", False), ("loss", False)]  # torch: all three freed after backward()
+    made = {a.allocated_by: a for a in mem.allocations if a.allocated_at is not None and a.allocated_at < 3}
+    assert set(made) == {"aten::sin", "aten::cos", "aten::sum"}
+    assert all(a.kind == "temporary" and a.freed_at is not None for a in made.values())
+    assert "activation" not in {a.kind for a in mem.allocations}
+    check_allocations_add_up(mem)
+
+    with _profiling(fallback), measure_memory() as mem:
+        loss = (w * 3).sum()
+        loss.backward()
+        del loss
+    total = next(a for a in mem.allocations if a.allocated_by == "aten::sum" and a.nbytes == 4)
+    assert total.kind == "temporary"  # the old rule said "activation": its free went to backward's last op
+
+    freed = []
+    with _profiling(fallback), measure_memory() as mem:
+        y = w.sin()  # saved by CosBackward, and held by nothing else once y is deleted
+        _note_when_freed(y, freed, "y")
+        loss = y.cos().sum()
+        del y
+        loss.backward()
+        del loss
+    assert freed == [("y", True)]  # torch: freed while the engine ran backward
+    saved = next(a for a in mem.allocations if a.allocated_at == 0)
+    assert (saved.allocated_by, saved.kind) == ("aten::sin", "activation")
+    check_allocations_add_up(mem)

@@ -19,6 +19,7 @@ from torch import nn  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.facts.memory import KINDS, Allocation, MemoryReport  # noqa: E402
+from tutorial_lib.pictures import timeline as timeline_module  # noqa: E402
 from tutorial_lib.pictures.scene import Polygon, Rect, Text, text_width  # noqa: E402
 from tutorial_lib.pictures.timeline import (  # noqa: E402
     MAX_BANDS,
@@ -376,6 +377,19 @@ def test_the_cuda_view_refuses_figures_that_cannot_be_cudas(figures, error, name
         tl.draw_cuda_memory(*figures, source=RULES)
 
 
+def test_a_reserved_growth_below_allocated_names_a_warm_cache_and_a_machine_without_cuda():
+    """On a GPU, a tensor that fits a cached segment grows memory_allocated() and not memory_reserved()
+    (c10/cuda/CUDACachingAllocator.cpp serves it from a free cached block): not only a machine without CUDA."""
+    with pytest.raises(ValueError) as refused:
+        tl.draw_cuda_memory(4096, 4096, 0, source="measured on cuda:0")
+    message = str(refused.value)
+    assert message.startswith("reserved (0) is less than the row under it (4,096): ")
+    assert "warm cache" in message and "torch.cuda.empty_cache()" in message
+    assert "machine without CUDA" in message
+    with pytest.raises(ValueError, match=r"^allocated \(0\) .*without CUDA"):
+        tl.draw_cuda_memory(4096, 0, 0, source="measured on cuda:0")
+
+
 def test_the_cuda_view_says_where_its_figures_come_from():
     with pytest.raises(TypeError, match="source"):
         tl.draw_cuda_memory(4, 512, 2**21, source="")
@@ -391,3 +405,13 @@ def test_a_block_that_allocates_nothing_draws_and_says_so():
         fig = tl.draw_memory_timeline(report)
         assert "peak 0 B" in fig.summary and "leaves 0 B allocated" in fig.summary
         assert "nothing allocated" in [text for _, text in fig.scene.texts()]
+        ticks = [text for ident, text in fig.scene.texts() if ident.startswith("run0-tick-label-")]
+        assert ticks == ["0 B", "1 B"]  # whole bytes: no 0.25 B
+
+
+@pytest.mark.parametrize("high", [1, 2, 3, 7, 9, 25, 999])
+def test_byte_ticks_are_whole_bytes(high):
+    ticks = timeline_module._byte_ticks(0, high)
+    assert ticks[0] == (0, "0 B") and len(ticks) >= 2
+    for value, label in ticks:
+        assert label == f"{value} B" and 0 <= value <= high

@@ -91,9 +91,10 @@ KINDS = {
     "parameter": "the storage of an nn.Parameter that an op of the block used, still allocated at the end",
     "gradient": "the .grad of such a parameter, made in the block and still allocated at the end",
     "optimizer state": "made inside optimizer.step() and still allocated at the end (the optimizer holds it)",
-    "activation": "made outside backward() and freed during it: kept for the backward pass (saved tensors, and "
-    "the starting gradient backward() makes)",
-    "temporary": "freed later in the block, not by backward()",
+    "activation": "made outside backward() and freed while autograd's engine ran it: kept for the backward pass "
+    "(saved tensors, let go once their node has run)",
+    "temporary": "freed later in the block, not while autograd's engine ran backward() (the starting gradient "
+    "backward() makes goes as backward() returns)",
     "scratch": "freed inside the op that made it (the op's own working memory)",
     "unknown": "still allocated at the end, by something no rule here can name",
     "from before the block": "allocated before the block and freed in it (counts as negative bytes)",
@@ -237,23 +238,33 @@ class _Phases:
         return parameters, gradients
 
 
+def _engine_running() -> bool:
+    """Whether autograd's engine is running backward on this thread (nodes, their hooks, the release of their
+    saved tensors; not the Python lines of ``backward()`` around it)."""
+    return torch._C._current_graph_task_id() != -1
+
+
 class _Ledger:
     """Allocations and frees placed on the op axis as they happen; the totals follow from them.
 
     A column is a timeline entry. What is allocated while an op runs is that op's; between two ops, the next
     op's. What is freed while an op runs is freed there (inside); between two ops, after the op before (or, if
-    it was allocated for the next op, inside that one).
+    it was allocated for the next op, inside that one). Each allocation and free also notes whether autograd's
+    engine was running backward at that moment (``in_backward``, asked at the time: a free after the last op
+    of a backward pass can come before or after backward() returned).
     """
 
     def __init__(self):
         self.current = 0
         self.peak = 0
         self.running: int | None = None  # the column of the op running, None between ops
+        self.in_backward = _engine_running  # asked at each allocation and free: is backward running now?
         self.ops_done = 0
         self.most_held: list[int] = []
         self._highest_since_op: int | None = None
         self._live: dict = {}  # key -> its record
-        self._records: list[list] = []  # [key, nbytes, allocated_at, freed_at, freed_inside]
+        # [key, nbytes, allocated_at, freed_at, freed_inside, made in backward, freed in backward]
+        self._records: list[list] = []
 
     def _change(self, delta: int) -> None:
         self.current += delta
@@ -274,6 +285,7 @@ class _Ledger:
 
     def allocate(self, key, nbytes: int) -> None:
         record = [key, nbytes, self.running if self.running is not None else self.ops_done, None, False]
+        record += [self.in_backward(), False]
         self._live[key] = record
         self._records.append(record)
         self._change(nbytes)
@@ -281,11 +293,12 @@ class _Ledger:
     def free(self, key) -> None:
         record = self._live.pop(key)
         record[3], record[4] = self._where_freed(record[2])
+        record[6] = self.in_backward()
         self._change(-record[1])
 
     def free_from_before(self, key, nbytes: int) -> None:
         freed_at, inside = self._where_freed(None)
-        self._records.append([key, nbytes, None, freed_at, inside])
+        self._records.append([key, nbytes, None, freed_at, inside, False, self.in_backward()])
         self._change(-nbytes)
 
     def op_ended(self) -> None:
@@ -304,7 +317,7 @@ class _Ledger:
             return phases.of_ops[column] if column < len(phases.of_ops) else no_op
 
         made, from_before = [], []
-        for key, nbytes, allocated_at, freed_at, inside in self._records:
+        for key, nbytes, allocated_at, freed_at, inside, made_in_backward, freed_in_backward in self._records:
             if allocated_at is None:
                 kind = "from before the block"
             elif freed_at is None:
@@ -317,7 +330,7 @@ class _Ledger:
                     kind = "optimizer state"
             elif freed_at == allocated_at and inside:
                 kind = "scratch"
-            elif info(freed_at)[1] and not info(allocated_at)[1]:
+            elif freed_in_backward and not made_in_backward:
                 kind = "activation"
             else:
                 kind = "temporary"
@@ -448,12 +461,18 @@ class _CpuOpNamer(WatcherMode):
     back to the op it happened in. A storage an op uses is watched: when it dies, or an op moves it to a new
     block of memory, a range named ``tl::free:<block>:<index>`` marks the moment, with the address and size
     kept here. The profiler cannot report those frees when the memory was allocated before it started.
+
+    A backward pass is marked too: ``tl::backward:<block>:start:<task>`` before the first op autograd's engine
+    runs for it, ``tl::backward:<block>:end:<task>`` when the engine has run every node (a final callback,
+    ``queue_callback``), so a free between two ops can be told to be during backward or after it returned.
     """
 
     def __init__(self, block_id: int):
         super().__init__()
         self.op_prefix = f"tl::op:{block_id}:"
         self.free_prefix = f"tl::free:{block_id}:"
+        self.backward_prefix = f"tl::backward:{block_id}:"
+        self._graph_tasks: set[int] = set()  # the backward passes marked
         self.names: list[str] = []
         self.frees: list[tuple[int, int]] = []  # (address, bytes) of each watched block that went away
         self.phases = _Phases()
@@ -480,6 +499,19 @@ class _CpuOpNamer(WatcherMode):
         address, nbytes = self._blocks.pop(key)
         self._mark_free(address, nbytes)
 
+    def _mark_backward(self, edge: str, task: int) -> None:
+        with _RecordFunctionFast(f"{self.backward_prefix}{edge}:{task}"):
+            pass
+
+    def _follow_backward(self) -> None:
+        """Marks the start of a backward pass at its first op, and queues the mark of its end."""
+        task = torch._C._current_graph_task_id()
+        if task == -1 or task in self._graph_tasks:
+            return
+        self._graph_tasks.add(task)
+        self._mark_backward("start", task)
+        torch.autograd.Variable._execution_engine.queue_callback(lambda: self._mark_backward("end", task))
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
@@ -489,6 +521,7 @@ class _CpuOpNamer(WatcherMode):
         for storage in storages:
             self._watch(storage)
         self.phases.note_op(tensors_in((args, kwargs)))
+        self._follow_backward()
         index = len(self.names)
         self.names.append(name)
         with _RecordFunctionFast(f"{self.op_prefix}{index}"):
@@ -534,8 +567,8 @@ def _flatten(tree) -> list[tuple]:
     """The profiler's event tree of one thread as a flat list in time order (children come sorted by start).
 
     Entries: ``("alloc", address, signed bytes, the tl::op ranges around it, the innermost range's name)``,
-    ``("range", name, the tl::op ranges around it)`` when a ``tl::free`` range starts, ``("end", name)`` when a
-    ``tl::op`` range ends.
+    ``("range", name, the tl::op ranges around it)`` when a ``tl::free`` or ``tl::backward`` range starts,
+    ``("end", name)`` when a ``tl::op`` range ends.
     """
     flat: list[tuple] = []
     append = flat.append
@@ -550,7 +583,7 @@ def _flatten(tree) -> list[tuple]:
                 continue
             name = event.name
             if name.startswith("tl::"):
-                if name.startswith("tl::free:"):
+                if name.startswith(("tl::free:", "tl::backward:")):
                     append(("range", name, ops))
                     continue
                 walk(event.children, ops + (name,), name)
@@ -602,6 +635,9 @@ class _CpuBlock:
     def replay(self, ledger: _Ledger) -> list[tuple[str, int]]:
         """Adds up the events in ``ledger``; returns the timeline."""
         op_prefix, free_prefix = self.namer.op_prefix, self.namer.free_prefix
+        backward_prefix, in_backward_of_op = self.namer.backward_prefix, self.namer.phases.of_ops
+        backward_passes: set[str] = set()  # the backward passes started and not yet ended
+        ledger.in_backward = lambda: bool(backward_passes)
         ever_allocated: set[int] = set()
         timeline: list[tuple[str, int]] = []
         allocated_outside_ops = False  # since the last op: shown with the next op, or in a last entry
@@ -629,10 +665,16 @@ class _CpuBlock:
                     if address not in ever_allocated:
                         ledger.running = self._op_running(event[2])
                         ledger.free_from_before(address, nbytes)
+                elif event[1].startswith(backward_prefix):
+                    edge, task = event[1][len(backward_prefix) :].split(":")
+                    (backward_passes.add if edge == "start" else backward_passes.discard)(task)
             elif event[1].startswith(op_prefix):
                 allocated_outside_ops = False
                 ledger.op_ended()
-                timeline.append((self.namer.names[int(event[1][len(op_prefix) :])], ledger.current))
+                index = int(event[1][len(op_prefix) :])
+                if not in_backward_of_op[index][1]:  # no backward runs on this thread (one that raised has no end)
+                    backward_passes.clear()
+                timeline.append((self.namer.names[index], ledger.current))
         ledger.running = None
         if allocated_outside_ops:
             ledger.op_ended()

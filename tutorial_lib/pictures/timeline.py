@@ -207,11 +207,14 @@ def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
 
 
 def _byte_ticks(low: int, high: int) -> list[tuple[int, str]]:
-    """A few round values between ``low`` and ``high`` bytes, labelled in one binary unit."""
+    """A few round values between ``low`` and ``high`` bytes, labelled in one binary unit (whole bytes)."""
     unit, size = next(((u, s) for u, s in (("MiB", 2**20), ("KiB", 2**10)) if max(high, -low) >= s), ("B", 1))
     raw = max(high - low, 1) / size / 4  # about four steps
     magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    multiples = (1, 2, 5, 10) if unit == "B" else (1, 2, 2.5, 5, 10)  # a byte is not split: no 2.5 B
+    step = next(m * magnitude for m in multiples if m * magnitude >= raw)
+    if unit == "B":
+        step = max(step, 1)  # nor 0.25 B
     first = math.ceil(low / size / step)
     ticks = []
     for k in range(first, first + 20):
@@ -556,14 +559,28 @@ _CUDA_ROWS = {
 }
 
 
+_NO_CUDA = (
+    "on a machine without CUDA, torch.cuda's counters answer 0 (measure on a GPU, or compute the figures from the "
+    "allocator's rules)"
+)
+#: Why a measured growth can be below the row under it, besides a machine without CUDA.
+_BELOW_WHY = {
+    "allocated": "memory_allocated() grows by at least the tensors' bytes, unless something was freed while measuring",
+    # c10/cuda/CUDACachingAllocator.cpp: a request is served from a cached free block when one fits; only when
+    # none does is a new segment made (cudaMalloc), and only that grows memory_reserved().
+    "reserved": "memory_reserved() grows only when the allocator makes a new segment, and a warm cache serves "
+    "new blocks from segments it already holds (measure after torch.cuda.empty_cache(), which gives back the "
+    "segments with nothing allocated in them)",
+}
+
+
 def _check_cuda_numbers(requested, allocated, reserved, driver, source) -> None:
     require_int(requested, "requested", minimum=1)
     for name, value, below in (("allocated", allocated, requested), ("reserved", reserved, allocated)):
         require_int(value, name, minimum=0)
         if value < below:
             raise ValueError(
-                f"{name} ({value:,}) is less than the row under it ({below:,}); on a machine without CUDA, "
-                "torch.cuda's counters answer 0: measure on a GPU, or compute the figures from the allocator's rules"
+                f"{name} ({value:,}) is less than the row under it ({below:,}): {_BELOW_WHY[name]}; {_NO_CUDA}"
             )
     if driver is not None and require_int(driver, "driver", minimum=0) < reserved:
         raise ValueError(f"driver ({driver:,}) is less than reserved ({reserved:,}): the driver sees all of it")
@@ -646,8 +663,10 @@ def draw_cuda_memory(requested, allocated, reserved, driver=None, *, source: str
 
     The figures come from a measurement on a GPU or from the allocator's rules (chapter 6 computes them on the
     CPU); ``source`` says which, in the picture and its summary. A view that was not measured (``driver=None``)
-    is drawn as unknown, never as zero, and figures that cannot be CUDA's (``allocated`` under ``requested``, as
-    ``torch.cuda.memory_allocated()`` gives on a machine without CUDA: 0) are refused.
+    is drawn as unknown, never as zero. A row below the one it contains is refused, its error naming the causes:
+    ``torch.cuda``'s counters answer 0 on a machine without CUDA, and on a GPU with a warm cache new blocks come
+    from segments already reserved, so ``reserved`` grows by less than ``allocated`` (measure growths after
+    ``torch.cuda.empty_cache()``).
 
     Args:
         requested: the tensors' bytes (positive int).
