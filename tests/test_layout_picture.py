@@ -641,7 +641,7 @@ def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
     drawn = dict(layout_scene(picture).texts())
     assert drawn["source:x[[0, 2]]:4"] == "← 8"
     assert "x[[0, 2]]'s elements hold the values of x's cells 0, 1, 2, 3, 8, 9, 10, 11" in picture.summary
-    assert "← k under an element of x[[0, 2]]: it was copied from x's storage cell k" in picture.notes
+    assert "← k under an element of x[[0, 2]]: it holds the value of x's storage cell k" in picture.notes
     for copied, error in [
         ([1], TypeError),
         ({"y": ("x", (0,))}, ValueError),

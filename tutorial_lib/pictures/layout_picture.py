@@ -121,7 +121,7 @@ class PictureStrip:
 class GridElement:
     """One drawn element of a grid: ``t[index]`` at row-major ``position`` reads storage index ``storage_index``
     (in the row's dtype); ``past_end`` when that cell lies past the storage's end (a ghost); ``source``: for a
-    copy, the storage index of the cell its value was copied from (see ``layout_picture(copied=...)``)."""
+    copy, the storage index of the cell whose value it holds (see ``layout_picture(copied=...)``)."""
 
     block: int
     row: int
@@ -159,7 +159,7 @@ class PictureGrid:
     blocks: tuple[GridBlock, ...]
     elements: tuple[GridElement, ...]
     cut: str
-    source_row: str = ""  # the row a copy's elements were copied from ('' when not given)
+    source_row: str = ""  # the row whose cells hold a copy's values ('' when not given)
 
     def element(self, *index: int) -> GridElement | None:
         """The drawn element ``t[index]``, or None when the grid leaves it out."""
@@ -647,7 +647,9 @@ def _legend(strips, cells, grids, valued) -> list[str]:
         notes.append("grids: element t[i, j] in its place, with the storage index it reads written in it")
     for grid in grids:
         if grid.source_row:
-            notes.append(f"← k under an element of {grid.row}: it was copied from {grid.source_row}'s storage cell k")
+            notes.append(
+                f"← k under an element of {grid.row}: it holds the value of {grid.source_row}'s storage cell k"
+            )
     has_values = any(cell.text for cell in cells if cell.row == "storage")
     notes.append("storage: the index above each cell" + (", its value inside" if has_values else ""))
     notes.append("tensor rows: under each storage cell, the row-major position of the element that reads it")
@@ -696,7 +698,7 @@ GRID_TITLE_HEIGHT = 0.7
 BLOCK_LABEL_HEIGHT = 0.6  # a block's leading indices, above it (more than 2 dims)
 GRID_HEAD_HEIGHT = 0.5  # column numbers above a block
 ELEMENT_HEIGHT = 0.8
-COPY_ELEMENT_HEIGHT = 1.25  # a copy's element: its storage index, and under it the cell it was copied from
+COPY_ELEMENT_HEIGHT = 1.25  # a copy's element: its storage index, and under it the cell whose value it holds
 MAX_ELEMENT_WIDTH = 2.5  # cells: an element widens to fit its storage index up to this, then the text shrinks
 BLOCK_GAP = 0.6  # between blocks across
 LINE_GAP = 0.25  # between lines of blocks
@@ -936,7 +938,7 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
                 _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset),
                 _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w),
             ]
-            if element.source is not None:  # under its storage index, the cell it was copied from
+            if element.source is not None:  # under its storage index, the cell whose value it holds
                 source_y = top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05
                 items.append(_centred(middle, source_y, f"← {element.source:,}", "source", f"source:{at}", element_w))
         height = max(height, rows_top + len(block.rows) * element_h - y)
