@@ -233,3 +233,74 @@ def test_other_errors_have_no_parts_and_no_marks():
     assert message_parts("invalid literal for int()") == ()
     with pytest.raises(TypeError, match="message"):
         message_parts(RuntimeError("is at version 1; expected version 0 instead"))
+
+
+def test_without_a_graph_the_creator_part_says_what_torch_names_in_both_cases():
+    # torch names, for a tensor saved as an input, its grad_fn when backward reads it; for a tensor a node saved
+    # as its own output, that node: exp saved y, then add_ made y's grad_fn AddBackward0, yet torch names Exp
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    assert y.grad_fn.name() == "AddBackward0"
+    output_case = show_error(lambda: y.sum().backward())
+    assert re.fullmatch(r"output 0 of Exp(Backward0)?", output_case.parts[1].text)
+    a = x * 2
+    b = a.sin()  # saves a as an input
+    a.add_(1)
+    input_case = show_error(lambda: b.sum().backward())
+    assert re.fullmatch(r"output 0 of Add(Backward0)?", input_case.parts[1].text)  # a's grad_fn now
+    for report in (output_case, input_case):  # one sentence true of both, since no graph tells which
+        said = report.parts[1].explanation
+        assert "saved as an input, the tensor's grad_fn when backward read it" in said
+        assert "saved as its own output (exp and sigmoid save their result), that node's operation" in said
+        assert report.parts[1].node_id is None
+
+
+def test_the_creator_part_explains_copyslices_and_asstrided_when_torch_names_them():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x.exp()
+    b = a.sin()
+    a[:2].mul_(2)  # a's grad_fn is now CopySlices: torch names it
+    report = show_error(b.sum().backward, graph_of=b)
+    creator = report.parts[1]
+    assert creator.text == "output 0 of torch::autograd::CopySlices" and creator.node_id == report.hazards[0].node_id
+    assert "CopySlices is a write into it through a view" in creator.explanation
+    a = x.exp()
+    v = a[:2]
+    c = v.sin()
+    a.mul_(2)  # v's base changed: v's grad_fn becomes AsStridedBackward0, which torch names
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    creator = show_error(c.sum().backward, graph_of=c).parts[1]
+    assert re.fullmatch(r"output 0 of AsStrided(Backward0)?", creator.text)
+    assert "a view gets AsStridedBackward0 once it or its base is changed in place" in creator.explanation
+    assert "SinBackward0 had saved it before, as input 'self' of sin" in creator.explanation
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.bool, torch.complex64, torch.complex128, torch.int8]
+)
+def test_the_tensor_part_is_found_for_every_dtype_as_torch_names_it(dtype):
+    class Keep(torch.autograd.Function):  # saves w of any dtype, and reads it in backward
+        @staticmethod
+        def forward(ctx, a, w):
+            ctx.save_for_backward(w)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            ctx.saved_tensors
+            return grad, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.zeros(2, 3, dtype=dtype)
+    out = Keep.apply(x, w)
+    w.zero_()
+    report = show_error(out.sum().backward, graph_of=out)
+    tensor = report.parts[0]
+    assert tensor.kind == "tensor" and tensor.text in report.message and tensor.node_id is not None
+    named = str(dtype).removeprefix("torch.")
+    assert f"a {named} tensor of shape (2, 3)" in tensor.explanation
+    if dtype in (torch.bfloat16, torch.bool, torch.complex64, torch.complex128):  # "[CPUComplexFloatType [2, 3]]"
+        assert tensor.text.startswith("[CPU") and f"is torch's C++ name for {named} on CPU" in tensor.explanation
+    else:  # "[torch.HalfTensor [2, 3]]"
+        assert tensor.text.startswith("[torch.") and f"is torch's old name for {named}" in tensor.explanation

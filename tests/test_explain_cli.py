@@ -80,3 +80,23 @@ def test_bad_command_lines(tmp_path):
     assert done.returncode == 2 and "no such script" in done.stderr
     with pytest.raises(TypeError, match="argv must be a list of str"):
         main("script.py")
+
+
+def test_the_clone_advice_for_a_write_through_an_earlier_view_makes_the_script_run(tmp_path):
+    lines = [
+        "import torch",
+        "x = torch.randn(4, requires_grad=True)",
+        "y = x.exp()",
+        "v = y.view(2, 2)",
+        "v.relu_()",
+        "y.sum().backward()",
+    ]
+    path = tmp_path / "view_write.py"
+    path.write_text("\n".join(lines) + "\n")
+    done = explain(path)
+    assert done.returncode == 1
+    assert "Or clone() before the view is taken: line 5 writes through a view" in done.stderr
+    assert "y = y.clone() just before line 5" not in done.stderr  # v would still write into y's old storage
+    path.write_text("\n".join([*lines[:3], "y = y.clone()", *lines[3:]]) + "\n")  # before the view is taken
+    done = explain(path)
+    assert done.returncode == 0, done.stderr

@@ -30,6 +30,7 @@ from tutorial_lib.facts.graph import (
     FREED_ERROR_ALREADY_FREED,
     FREED_ERROR_SECOND_BACKWARD,
     VERSION_ERROR,
+    custom_function_saver,
     describe_saved,
     error_shape_and_dtype,
     error_versions,
@@ -698,7 +699,47 @@ def test_custom_function_that_never_reads_its_saved_tensors_is_the_documented_ex
     out = SavesButNeverReads.apply(a)
     a.add_(1)
     assert [(h.saved_version, h.current_version) for h in inplace_hazards(out)] == [(0, a._version)]
+    (hazard,) = inplace_hazards(out)
+    assert hazard.custom_function == "SavesButNeverReads"  # and the explanation says the error depends on it
+    assert hazard.explanation.endswith(
+        "when it reaches SavesButNeverReadsBackward if SavesButNeverReads.backward reads ctx.saved_tensors "
+        "(a backward that never reads them runs fine)."
+    )
     assert backward_error(out) is None
+
+
+def test_a_built_in_hazard_raises_when_backward_reaches_its_node_whatever_gradient_is_asked_for():
+    """The hazard explanation's "raises ... when it reaches MulBackward0": a built-in node unpacks every saved
+    tensor, even one the asked gradient does not need; a node backward never reaches raises nothing."""
+    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    a, b = x * 1, w * 1
+    z = a * b  # MulBackward0 saves a (for b's gradient) and b (for a's)
+    b.add_(1)
+    (hazard,) = inplace_hazards(z)
+    assert hazard.custom_function is None and custom_function_saver(hazard.node, "other") is None
+    assert hazard.explanation.endswith(
+        "so backward() raises 'modified by an inplace operation' when it reaches MulBackward0."
+    )
+    with pytest.raises(RuntimeError, match=INPLACE_ERROR):  # w's gradient needs only a, not the stale b
+        torch.autograd.grad(z.sum(), [w], retain_graph=True)
+    e = w.exp()
+    e.add_(1)
+    out = x * 2 + e
+    assert [h.node for h in inplace_hazards(out)] == ["ExpBackward0"]
+    torch.autograd.grad(out.sum(), [x])  # never reaches ExpBackward0: no error
+
+
+def test_custom_function_saver_names_a_custom_function_even_inside_copy_slices():
+    assert custom_function_saver("TwoBackward", "saved_tensors[1]") == "Two"
+    assert (
+        custom_function_saver("torch::autograd::CopySlices", "wrapped in-place op: TwoBackward saved_tensors[0]")
+        == "Two"
+    )
+    assert custom_function_saver("ExpBackward0", "result") is None
+    with pytest.raises(TypeError, match="node"):
+        custom_function_saver(None, "self")
+    with pytest.raises(TypeError, match="attribute"):
+        custom_function_saver("ExpBackward0", 3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1036,6 +1077,46 @@ def test_error_versions_and_shape_read_autograds_message():
     assert error_versions(message) == (2, 0) == error_versions(RuntimeError(message))
     assert error_shape_and_dtype(message) == ((2, 3), torch.float32)
     assert error_versions("another error") is None and error_shape_and_dtype("another error") == (None, None)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float16, torch.bfloat16, torch.bool, torch.complex64, torch.complex128, torch.int8, torch.uint16],
+)
+def test_error_shape_and_dtype_read_every_dtype_as_torch_names_it(dtype):
+    # torch writes "[torch.HalfTensor [2, 3]]" for some dtypes, "[CPUComplexFloatType [2, 3]]" for others
+    class KeepsW(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, w):
+            ctx.save_for_backward(w)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            ctx.saved_tensors
+            return grad, None
+
+    w = torch.zeros(2, 3, dtype=dtype)
+    out = KeepsW.apply(torch.ones(2, requires_grad=True), w)
+    w.fill_(1)
+    message = backward_error(out)
+    assert error_shape_and_dtype(message) == ((2, 3), dtype), message
+
+
+def test_saved_storage_nbytes_is_the_storage_the_graph_keeps_not_the_elements():
+    x = torch.randn(1, requires_grad=True)
+    e = x.expand(1000, 1000)
+    (mul,) = [n for n in autograd_graph(e * e).nodes if n.name == "MulBackward0"]
+    saved = mul.saved
+    assert {(s.nbytes, s.storage_nbytes) for s in saved} == {(4_000_000, e.untyped_storage().nbytes())}
+    assert e.untyped_storage().nbytes() == 4
+    big = torch.randn(1000, requires_grad=True) * 1
+    part = big[:2]
+    (sin,) = [n for n in autograd_graph(part.sin()).nodes if n.name == "SinBackward0"]
+    assert (sin.saved[0].nbytes, sin.saved[0].storage_nbytes) == (8, part.untyped_storage().nbytes()) == (8, 4000)
+    out = part.sin()
+    out.sum().backward()
+    assert all(s.storage_nbytes is None for n in autograd_graph(out).nodes for s in n.saved)  # freed
 
 
 def test_both_freed_constants_are_parts_of_autograds_second_backward_error():

@@ -71,7 +71,7 @@ def test_summary_lists_saved_versions_as_they_change():
     assert stepper.summary == (
         "Step 3/5 (change a in place): a.mul_(2) · graph of a: 4 nodes · "
         "saved: MulBackward0.other v0 (now v0), ExpBackward0.result v0 (now v1) ⚠ stale · "
-        "⚠ ExpBackward0 saved the result of exp at v0, now v1: backward() would fail"
+        "⚠ ExpBackward0 saved the result of exp at v0, now v1: backward() raises when it reaches it"
     )
     assert ("ExpBackward0", "result", 0, 1, "stale") in stepper.saved_rows()
 
@@ -377,3 +377,54 @@ def test_the_node_a_step_adds_is_the_new_one_on_top_not_an_older_one_alike():
     top = autograd_graph(y2).nodes[1]
     assert top.name == "MulBackward0" and change.added == frozenset({top.id})
     assert change.note == "+ MulBackward0"
+
+
+def test_backward_adds_no_node_when_a_copy_slices_lists_its_freed_tensor():
+    # before backward a CopySlices lists nothing (its tensors are hidden); backward frees them, and it then lists
+    # "wrapped in-place op" freed: the same node, not a new one
+    stepper = GraphStepper(
+        [
+            ("leaf", "x = torch.ones(3, requires_grad=True)"),
+            ("exp", "a = x.exp()"),
+            ("write a view", "a[:2].mul_(2)"),
+            ("use a", "y = (a * x).sum()"),
+            ("backward", "y.backward()"),
+        ]
+    )
+    stepper.goto(4)
+    nodes_before = stepper.graph.total_nodes
+    stepper.step_forward()
+    assert stepper.error is not None and stepper.graph.total_nodes == nodes_before
+    assert stepper.change.added == frozenset()
+    assert stepper.change.note == (
+        "freed MulBackward0.other, MulBackward0.self, torch::autograd::CopySlices.wrapped in-place op"
+    )
+
+
+def test_a_custom_functions_hazard_says_backward_raises_only_if_it_reads_its_saved_tensors():
+    stepper = GraphStepper(
+        [
+            (
+                "define",
+                "class F(torch.autograd.Function):\n"
+                "    @staticmethod\n"
+                "    def forward(ctx, a):\n"
+                "        ctx.save_for_backward(a)\n"
+                "        return a * 2\n"
+                "    @staticmethod\n"
+                "    def backward(ctx, g):\n"
+                "        return g * 2",
+            ),
+            ("leaf", "x = torch.ones(3, requires_grad=True)"),
+            ("copy", "a = x * 1"),
+            ("custom", "out = F.apply(a)"),
+            ("change", "a.add_(1)"),
+        ],
+        target="out",
+    )
+    stepper.goto(5)
+    assert stepper.summary.endswith(
+        "⚠ FBackward saved saved_tensors[0], which F.forward saved with ctx.save_for_backward at v0, now v1: "
+        "backward() raises when it reaches it if F.backward reads ctx.saved_tensors"
+    )
+    stepper.namespace["out"].sum().backward()  # F.backward never reads them: no error

@@ -433,3 +433,55 @@ def test_watch_notes_leave_out_stale_tensors_a_finished_watch_never_saw():
     e = a.exp()
     e.mul_(2)  # made stale after the watch ended: no line is known for it
     assert tl.inplace_hazards(e) and watch_notes(e) == {}
+
+
+def _run_script(tmp_path, name: str, lines: list[str]) -> None:
+    path = tmp_path / f"{name}.py"
+    path.write_text("import torch\n" + "\n".join(lines) + "\n")
+    exec(compile(path.read_text(), str(path), "exec"), {"__name__": name})
+
+
+def _clone_fix(tmp_path, name: str, lines: list[str]) -> str:
+    """The clone() advice the watch gives for the script (line numbers count the 'import torch' line)."""
+    with tl.watch_inplace():
+        with pytest.raises(RuntimeError) as raised:
+            _run_script(tmp_path, name, lines)
+    (fix,) = [f for f in explanation_of(raised.value).fixes if f.startswith("Or clone()")]
+    return fix
+
+
+@pytest.mark.parametrize(
+    "lines, view_line, change_line",
+    [
+        (["y = x.exp()", "v = y.view(2, 2)", "v.relu_()"], 4, 5),  # a view taken on an earlier line
+        (["y = x.exp()", "y[0:2].mul_(2)"], 4, 4),  # a view taken on the changing line itself
+    ],
+)
+def test_the_clone_advice_for_a_write_through_a_view_makes_backward_work(tmp_path, lines, view_line, change_line):
+    lines = ["x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)", *lines, "y.sum().backward()"]
+    fix = _clone_fix(tmp_path, "through_view", lines)
+    assert fix.startswith(f"Or clone() before the view is taken: line {change_line} writes through a view")
+    assert "Put y = y.clone() before the line that takes the view" in fix
+    # following it: y = y.clone() before the line that takes the view (line numbers count 'import torch')
+    followed = [*lines[: view_line - 2], "y = y.clone()", *lines[view_line - 2 :]]
+    _run_script(tmp_path, "followed", followed)
+    if view_line < change_line:  # the old advice, y = y.clone() just before the change, still raises
+        old = [*lines[: change_line - 2], "y = y.clone()", *lines[change_line - 2 :]]
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            _run_script(tmp_path, "old_advice", old)
+
+
+@pytest.mark.parametrize(
+    "lines, written",
+    [
+        (["y = x.exp()", "y.add_(1)", "y.sum().backward()"], "y"),  # the saved tensor itself
+        (["a = x.exp()", "y = a[:2]", "b = y.sin()", "y.mul_(2)", "b.sum().backward()"], "y"),  # the saved view
+        (["y = x.exp()", "v = y[:2]", "b = v.sin()", "y.mul_(2)", "b.sum().backward()"], "y"),  # the view's base
+    ],
+)
+def test_the_clone_advice_before_the_change_makes_backward_work_when_no_other_view_writes(tmp_path, lines, written):
+    lines = ["x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)", *lines]
+    fix = _clone_fix(tmp_path, "direct", lines)
+    change_line = len(lines)  # the line before backward (counting 'import torch')
+    assert fix.startswith(f"Or clone() before the change: y = y.clone() just before line {change_line} ")
+    _run_script(tmp_path, "followed", [*lines[:-2], f"{written} = {written}.clone()", *lines[-2:]])

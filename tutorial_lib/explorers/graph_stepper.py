@@ -56,9 +56,13 @@ class StepChange:
 
 
 def _node_key(node: GraphNode) -> tuple:
-    """What a node is, without its id or versions: how a node is recognised in the next step's graph."""
+    """What a node is, without its id, versions or saved list: how a node is recognised in the next step's graph.
+
+    The saved list is left out because backward changes it: a ``CopySlices`` lists its hidden tensors only once they
+    are stale or freed, a custom Function's freed ``saved_tensors[i]`` become one freed ``saved_tensors``.
+    """
     name = node.name if node.kind == "backward" else ""  # a leaf alone is "leaf", under a graph "AccumulateGrad"
-    return (node.kind, name, node.label, node.shape, tuple(s.attribute for s in node.saved))
+    return (node.kind, name, node.label, node.shape)
 
 
 def _node_text(node: GraphNode) -> str:
@@ -74,9 +78,10 @@ def _names(names) -> str:
 def step_change(before: Graph | None, after: Graph | None) -> StepChange:
     """What changed from the graph shown before a step to the one shown after it.
 
-    Nodes are matched by what they are (kind, name, label, shape, saved attributes), from the leaves up (of two
-    alike nodes the deeper is the older); an ``after`` node with no match is added. A matched node's saved
-    tensor that is stale (or freed) after and was not before was made stale (freed) by the step.
+    Nodes are matched by what they are (kind, name, label, shape; not what they list as saved, which backward
+    changes), from the leaves up (of two alike nodes the deeper is the older); an ``after`` node with no match is
+    added. A matched node's saved tensor that is stale (or freed) after and was not before (or was not listed
+    before) was made stale (freed) by the step.
 
     Args:
         before, after: ``Graph`` snapshots (None when no tensor was shown).
@@ -107,10 +112,10 @@ def step_change(before: Graph | None, after: Graph | None) -> StepChange:
             continue
         previous = {s.attribute: s for s in match.saved}
         for saved in node.saved:
-            was = previous[saved.attribute]
-            if saved.stale and not was.stale:
+            was = previous.get(saved.attribute)  # None: not listed before (hidden in a CopySlices, say)
+            if saved.stale and (was is None or not was.stale):
                 made_stale.append((node, saved.attribute))
-            if saved.freed and not was.freed:
+            if saved.freed and (was is None or not was.freed):
                 freed.append((node, saved.attribute))
     parts = []
     if added:
@@ -392,8 +397,9 @@ class GraphStepper(Explorer):
                 parts.append(
                     "⚠ "
                     + "; ".join(
-                        f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() would "
-                        "fail"
+                        f"{h.node} saved {h.what} at v{h.saved_version}, now v{h.current_version}: backward() raises "
+                        "when it reaches it"
+                        + (f" if {h.custom_function}.backward reads ctx.saved_tensors" if h.custom_function else "")
                         for h in self.hazards
                     )
                 )

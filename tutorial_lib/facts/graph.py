@@ -4,9 +4,10 @@
 for backward. The version check is autograd's own: each saved tensor is unpacked the way ``backward()``
 unpacks it, and when autograd refuses (the "modified by an inplace operation ... is at version N; expected
 version M" error) the two versions are read from its message. So ``inplace_hazards`` reports exactly the
-saved tensors that would make ``backward()`` fail, without running backward (one exception: a custom
-``autograd.Function`` whose backward never reads ``ctx.saved_tensors`` does not fail, but its stale saved
-tensors are still reported, since only running its Python code could tell). Unpacking is read-only:
+saved tensors that make ``backward()`` raise when it reaches the node that saved them, without running
+backward (one exception: a custom ``autograd.Function`` whose backward never reads ``ctx.saved_tensors``
+does not raise, but its stale saved tensors are still reported, since only running its Python code could
+tell; ``Hazard.custom_function`` names that Function). Unpacking is read-only:
 ``backward()`` still works afterwards, and no user code runs.
 
 Where the tensors are not readable from Python, they are still checked without running anything real:
@@ -41,6 +42,7 @@ import functools
 import itertools
 import re
 import threading
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -60,9 +62,7 @@ VERSION_ERROR = re.compile(r"is at version (\d+); expected version (\d+) instead
 #: tensor raises it too, and only the second part then applies.
 FREED_ERROR_SECOND_BACKWARD = "backward through the graph a second time"
 FREED_ERROR_ALREADY_FREED = "after they have already been freed"
-_CREATOR = re.compile(r"which is output \d+ of (\w+),")
-_TYPE_AND_SHAPE = re.compile(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]")
-_OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
+_OUTPUT_OF = re.compile(r"which is output (\d+) of ([\w:]+),")
 _WORD_BREAK = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])")
 #: C++ nodes known to save no tensors (the rest, when their saved tensors are hidden, are ``unseen``).
 _SAVE_NOTHING = (
@@ -105,10 +105,17 @@ class SavedTensor:
     edited_by: int | None = None
     # (storage, offset, shape, strides) of the saved data, for matching names; None when not readable.
     placement: tuple | None = field(default=None, repr=False, compare=False)
+    # The bytes of the storage the saved data points into, which the graph keeps alive while it holds the tensor
+    # (``untyped_storage().nbytes()``; shared with every other tensor on that storage): more than ``nbytes`` for a
+    # view of part of a bigger tensor, less for an expanded one (x.expand(1000, 1000) of one float: 4 B); for a tensor
+    # packed by a saved_tensors_hook, the storage of the packed tensor. None when the data cannot be read (freed,
+    # packed into something not a tensor, hidden in a CopySlices) or has no storage.
+    storage_nbytes: int | None = field(default=None, compare=False)
 
     @property
     def nbytes(self) -> int | None:
-        """The saved tensor's size in bytes (elements × element size), None when its shape is unknown."""
+        """The saved tensor's size in bytes as its elements count them (elements × element size), None when its
+        shape is unknown; not the memory it holds, which ``storage_nbytes`` gives."""
         if self.shape is None or self.dtype is None:
             return None
         count = 1
@@ -275,27 +282,41 @@ def _output_position(node_name: str, attribute: str) -> int | None:
 def _output_named(error_text: str, node_name: str) -> int | None:
     """N when autograd's message says the tensor "is output N of" this very node's forward, else None."""
     match = _OUTPUT_OF.search(error_text)
-    if match and match.group(2) == _forward_camel(node_name):
+    if match and _forward_camel(match.group(2)) == _forward_camel(node_name):
         return int(match.group(1))
     return None
 
 
-def _dtype_from_legacy(type_name: str):
-    legacy = {
-        "Float": torch.float32,
-        "Double": torch.float64,
-        "Half": torch.float16,
-        "BFloat16": torch.bfloat16,
-        "Long": torch.int64,
-        "Int": torch.int32,
-        "Short": torch.int16,
-        "Char": torch.int8,
-        "Byte": torch.uint8,
-        "Bool": torch.bool,
-        "ComplexFloat": torch.complex64,
-        "ComplexDouble": torch.complex128,
-    }
-    return legacy.get(type_name)
+@functools.cache
+def _tensor_in_error() -> tuple[re.Pattern, dict]:
+    """The pattern of how autograd's in-place error names the tensor, and the dtype of each type name in it.
+
+    The tensor reads ``[torch.FloatTensor [3, 4]]`` (torch's Python type, for float, double, half and the integer
+    types; ``torch.cuda.FloatTensor`` on a GPU) or ``[CPUComplexDoubleType [3]]`` (its C++ name, backend then
+    dtype: bfloat16, bool, complex and the rest). The type names come from torch itself:
+    ``torch.empty(0, dtype=torch.bfloat16).type()`` is ``"torch.BFloat16Tensor"``.
+    """
+    names = {}
+    with warnings.catch_warnings():  # quantized and complex32 tensors warn that they are deprecated/experimental
+        warnings.simplefilter("ignore")
+        for dtype in {value for value in vars(torch).values() if isinstance(value, torch.dtype)}:
+            try:
+                names[torch.empty(0, dtype=dtype).type().rsplit(".", 1)[-1].removesuffix("Tensor")] = dtype
+            except (RuntimeError, TypeError):  # a dtype this build cannot make a tensor of
+                continue
+    alternatives = "|".join(sorted(map(re.escape, names), key=lambda name: (-len(name), name)))
+    pattern = re.compile(
+        rf"\[(?:torch\.(?P<legacy>(?:cuda\.)?(?P<name>{alternatives})Tensor)"
+        rf"|(?P<backend>[A-Z][A-Za-z0-9]*?)(?P<scalar>{alternatives})Type) \[(?P<shape>[\d, ]*)\]\]"
+    )
+    return pattern, names
+
+
+def tensor_in_error(error) -> re.Match | None:
+    """Where autograd's in-place error (or its message) names the tensor, ``[torch.FloatTensor [3]]`` or
+    ``[CPUComplexDoubleType [3]]``, as a match with groups ``legacy`` (``"FloatTensor"``, ``"cuda.HalfTensor"``)
+    or ``backend`` and ``scalar`` (``"CPU"``, ``"ComplexDouble"``), and ``shape`` (``"3"``); None if it does not."""
+    return _tensor_in_error()[0].search(str(error))
 
 
 def error_versions(error) -> tuple[int, int] | None:
@@ -305,11 +326,13 @@ def error_versions(error) -> tuple[int, int] | None:
 
 
 def error_shape_and_dtype(error) -> tuple:
-    """(shape, dtype) of the tensor autograd's in-place error names (``[torch.FloatTensor [3, 4]]``); Nones if none."""
-    match = _TYPE_AND_SHAPE.search(str(error))
+    """(shape, dtype) of the tensor autograd's in-place error names (``[torch.FloatTensor [3, 4]]``,
+    ``[CPUComplexDoubleType [3]]``); Nones if none."""
+    match = tensor_in_error(error)
     if match is None:
         return None, None
-    return tuple(int(s) for s in match.group(2).split(",") if s.strip()), _dtype_from_legacy(match.group(1))
+    shape = tuple(int(s) for s in match.group("shape").split(",") if s.strip())
+    return shape, _tensor_in_error()[1][match.group("name") or match.group("scalar")]
 
 
 def _shape_dtype_from(message: str, shape, dtype):
@@ -389,7 +412,13 @@ def _inspect_saved(raw, unpack, attribute: str, is_output: bool, node_name: str 
         data = None
     inspected = _versions_of(raw, unpack, attribute, is_output, node_name, data)
     placement = _placement(data) if isinstance(data, torch.Tensor) else None
-    return inspected if placement is None else dataclasses.replace(inspected, placement=placement)
+    if placement is None:
+        return inspected
+    try:
+        storage_nbytes = data.untyped_storage().nbytes()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage
+        storage_nbytes = None
+    return dataclasses.replace(inspected, placement=placement, storage_nbytes=storage_nbytes)
 
 
 def _placement(tensor: torch.Tensor) -> tuple | None:
@@ -1027,9 +1056,37 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     )
 
 
+def custom_function_saver(node: str, attribute: str) -> str | None:
+    """The custom ``autograd.Function`` (its class name) that saved this tensor with ``ctx.save_for_backward``, or
+    None when a built-in node saved it.
+
+    The difference matters for a stale saved tensor: a built-in node unpacks, and version-checks, every tensor it
+    saved when backward reaches it, so backward raises there; a custom Function's saved tensors are checked only
+    when its backward reads ``ctx.saved_tensors``, and one that never does runs fine.
+
+    Args:
+        node: the node's name (``GraphNode.name``, ``Hazard.node``): ``"TwoBackward"``, ``"ExpBackward0"``.
+        attribute: the saved tensor's ``SavedTensor.attribute`` (``"saved_tensors[0]"``; inside a ``CopySlices``,
+            ``"wrapped in-place op: TwoBackward saved_tensors[0]"``).
+
+    Raises:
+        TypeError: ``node`` or ``attribute`` is not a str.
+    """
+    require_type(node, str, "node", "a str")
+    require_type(attribute, str, "attribute", "a str")
+    if ": " in attribute:  # read inside a CopySlices: "<what>: <the custom Function's node> <its attribute>"
+        inner, _, attribute = attribute.split(": ", 1)[1].partition(" ")
+        node = inner
+    # only a custom Function's node has saved_tensors (a built-in's are named self, other, result, ...)
+    return node.removesuffix("Backward") if attribute.startswith("saved_tensors") else None
+
+
 @dataclass(frozen=True)
 class Hazard:
-    """A saved tensor changed in place after it was saved: ``backward()`` through it would raise."""
+    """A saved tensor changed in place after it was saved: ``backward()`` raises when it reaches the node that
+    saved it (when ``custom_function`` names a custom ``autograd.Function``, only if its backward reads
+    ``ctx.saved_tensors``).
+    """
 
     node: str  # the backward node that saved it, e.g. "ExpBackward0"
     node_id: int
@@ -1042,6 +1099,8 @@ class Hazard:
     # (a ``SourceLine``) and the recorded writes that changed it since (``InplaceWrite``s), in order.
     saved_at: object = field(default=None, repr=False)
     changed_at: tuple = field(default=(), repr=False)
+    # The custom autograd.Function that saved it (``custom_function_saver``), None for a built-in node.
+    custom_function: str | None = None
 
     def __str__(self) -> str:
         return self.explanation
@@ -1112,17 +1171,20 @@ def _hazard_explanation(node: GraphNode, saved: SavedTensor, what: str) -> str:
             if not saved.shape
             else f"a {dtype} tensor of shape {shape_text(saved.shape)}"
         )
+    raises = f"so backward() raises 'modified by an inplace operation' when it reaches {node.name}"
     if saved.attribute.startswith("checkpoint input"):
         return (
             f"torch.utils.checkpoint kept {what} ({kind}) at version {saved.saved_version} to recompute the "
             f"region in backward (first needed by {node.name}); an in-place operation has since changed it "
-            f"to version {saved.current_version}, so backward() would raise 'modified by an inplace operation'."
+            f"to version {saved.current_version}, {raises}."
         )
+    custom = custom_function_saver(node.name, saved.attribute)
+    if custom is not None:  # checked only when its backward unpacks ctx.saved_tensors
+        raises += f" if {custom}.backward reads ctx.saved_tensors (a backward that never reads them runs fine)"
     return (
         f"{node.name} saved {what} ({kind}) at version "
         f"{saved.saved_version} to compute gradients; an in-place operation has since changed it "
-        f"to version {saved.current_version}, so backward() would raise 'modified by an inplace "
-        f"operation'."
+        f"to version {saved.current_version}, {raises}."
     )
 
 
@@ -1132,9 +1194,12 @@ def inplace_hazards(t) -> HazardList:
     The list is empty exactly when ``t.backward()`` would not raise autograd's "modified by an inplace
     operation" error (tested against real ``backward()`` on thousands of random programs, with
     checkpoints, ``torch._foreach_*`` ops, multi-output ops and custom Functions), except where its
-    ``unseen`` says something could not be checked. Nothing is changed and no user code runs (a custom
-    Function's backward included); nodes whose saved tensors Python cannot read are called with meta
-    gradients, which may compute briefly on their own saved tensors (see the module docstring).
+    ``unseen`` says something could not be checked, and except that a hazard whose ``custom_function`` is set
+    raises only if that Function's backward reads ``ctx.saved_tensors``. ``backward()`` raises when it reaches
+    a hazard's node: ``torch.autograd.grad`` or ``backward(inputs=...)`` that never reach it do not. Nothing is
+    changed and no user code runs (a custom Function's backward included); nodes whose saved tensors Python
+    cannot read are called with meta gradients, which may compute briefly on their own saved tensors (see the
+    module docstring).
 
     When ``watch_inplace`` is on (or was, for the last block that ran), each hazard also names the line
     that saved the tensor and every line that changed it since (``saved_at``, ``changed_at``, and the
@@ -1163,7 +1228,16 @@ def inplace_hazards(t) -> HazardList:
             what = describe_saved(node, saved)
             explanation = _hazard_explanation(node, saved, what)
             hazards.append(
-                Hazard(node.name, node.id, what, saved.shape, saved.saved_version, saved.current_version, explanation)
+                Hazard(
+                    node.name,
+                    node.id,
+                    what,
+                    saved.shape,
+                    saved.saved_version,
+                    saved.current_version,
+                    explanation,
+                    custom_function=custom_function_saver(node.name, saved.attribute),
+                )
             )
     if hazards:
         from .inplace_watch import attach_source_lines  # only does something when watch_inplace was on

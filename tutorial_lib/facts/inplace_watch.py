@@ -244,6 +244,9 @@ class _Watcher(WatcherMode):
                         self.watch._op_count,
                         tensor.requires_grad,
                         inputs,
+                        # where a view writes, its place in the storage: a clone of its base taken after
+                        # the view leaves the view, and the write, on the old storage
+                        (tensor.storage_offset(), tuple(tensor.stride())) if tensor._is_view() else None,
                     )
                 )
         return seen
@@ -379,7 +382,7 @@ class InplaceWatch:
 
 
 def _write_from(record: tuple, unversioned: bool = False) -> InplaceWrite:
-    name, label, shape, version, _key, where, in_optimizer, order, _requires_grad, _inputs = record
+    name, label, shape, version, _key, where, in_optimizer, order, _requires_grad, _inputs, _view = record
     after = version if unversioned else version + 1
     return InplaceWrite(name, label, shape, version, after, _source_line(where), in_optimizer, order)
 
@@ -516,7 +519,8 @@ def _raw_saved(fn, attribute: str):
         return None
 
 
-def _saved_storage(fn, attribute: str):
+def _saved_data(fn, attribute: str):
+    """The saved tensor's data (no version check), or None where it cannot be read."""
     raw = _raw_saved(fn, attribute)
     if raw is None:
         return None
@@ -524,7 +528,18 @@ def _saved_storage(fn, attribute: str):
         data = raw.data
     except RuntimeError:
         return None
-    return storage_key(data) if isinstance(data, torch.Tensor) else None
+    return data if isinstance(data, torch.Tensor) else None
+
+
+def _saved_storage(fn, attribute: str):
+    data = _saved_data(fn, attribute)
+    return storage_key(data) if data is not None else None
+
+
+def _saved_place(fn, attribute: str):
+    """(shape, storage offset, strides) of the saved tensor, or None where it cannot be read."""
+    data = _saved_data(fn, attribute)
+    return (tuple(data.shape), data.storage_offset(), tuple(data.stride())) if data is not None else None
 
 
 def _anomaly_line(fn) -> SourceLine | None:
@@ -593,7 +608,7 @@ _ASSIGNMENT_OPS = {
 }
 
 
-def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> tuple[str, ...]:
+def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at, saved_place=None) -> tuple[str, ...]:
     fixes: list[str] = []
     optimizer = [w for w in writes if w[6]]
     first_change = min((w[7] for w in writes), default=None)
@@ -632,13 +647,22 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at) -> t
             plain = op_name(name).removesuffix("_")
             fixes.append(f"Use the out-of-place form: y = y.{plain}(...) instead of y.{plain}_(...).")
     if others:
-        where = others[0][5]
+        where, view = others[0][5], others[0][10]
         place = f"line {where[1]}" if where else "the change"
-        fixes.append(
-            f"Or clone() before the change: y = y.clone() just before {place} sends the change into a copy, so "
-            f"the saved tensor stays at version {writes[0][3] if writes else '?'}"
-            + (f" (saved at line {saved_at.lineno})." if saved_at else ".")
+        stays = f"the saved tensor stays at version {writes[0][3] if writes else '?'}" + (
+            f" (saved at line {saved_at.lineno})." if saved_at else "."
         )
+        if view is not None and (others[0][2], *view) != saved_place:  # a view of the saved tensor's storage
+            fixes.append(
+                f"Or clone() before the view is taken: {place} writes through a view, and a view taken before "
+                "y = y.clone() still writes into the old storage. Put y = y.clone() before the line that takes "
+                f"the view (before {place} itself if the view is taken there, as in y[0:2].mul_(2)), so {stays}"
+            )
+        else:
+            fixes.append(
+                f"Or clone() before the change: y = y.clone() just before {place} sends the change into a copy, "
+                f"so {stays}"
+            )
     if not fixes:
         fixes.append(
             "Find the in-place change (a method ending in _, +=, x[i] = ..., out=, inplace=True, "
@@ -698,7 +722,7 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
     elif missing > 0:
         unknown[-1] = unknown[-1].replace("the saving line is unknown", "the saving and changing lines are unknown")
     backward_calls = watch._backward_calls if watch is not None else []
-    fixes = _fixes(writes, saved_order, backward_calls, saved_at)
+    fixes = _fixes(writes, saved_order, backward_calls, saved_at, _saved_place(fn, saved.attribute))
     if unknown:
         fixes += (
             "To see the lines, run the forward pass and the change inside tl.watch_inplace() (in Jupyter: "

@@ -24,16 +24,16 @@ from ..facts.graph import (
     error_versions,
     grad_fn_of,
     inplace_hazards,
+    tensor_in_error,
 )
 from ..pictures import render_mpl
 from ..pictures.graph_picture import graph_scene
 from ..pictures.palette import MUTED, SANS, STALE, tint
 from ..pictures.scene import FAMILIES, Scene, Style, Text
 
-# Where the message names the tensor ("[torch.FloatTensor [3]]") and the operation ("output 0 of Exp"); the
-# values themselves are read by facts.graph (error_shape_and_dtype), these only find the text to mark.
-_TENSOR_IN_MESSAGE = re.compile(r"\[torch\.(?:cuda\.)?(\w+Tensor) \[[\d, ]*\]\]")
-_CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of (\w+)(?=,)")
+# Where the message names the operation ("output 0 of Exp", "output 0 of torch::autograd::CopySlices"); the
+# tensor ("[torch.FloatTensor [3]]", "[CPUComplexDoubleType [3]]") is found and read by facts.graph.
+_CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of ([\w:]+)(?=,)")
 #: A part's highlight: the palette's stale/in-place colour (every part is about the changed tensor); the parts are
 #: told apart by their numbers, which the picture repeats (① ② ③) where each part is drawn.
 _PART_LOOK = f"background:{tint(STALE, 0.15)};border-bottom:2px solid {STALE}"
@@ -295,7 +295,7 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
     if version_match is None:
         return ()
     shape, dtype = error_shape_and_dtype(message)
-    tensor_match, creator_match = _TENSOR_IN_MESSAGE.search(message), _CREATOR_IN_MESSAGE.search(message)
+    tensor_match, creator_match = tensor_in_error(message), _CREATOR_IN_MESSAGE.search(message)
     creator = short_op_name(creator_match.group(2)) if creator_match else None
     hazard = _saver(hazards, shape, versions, creator)
     node_id = hazard.node_id if hazard is not None else None
@@ -304,28 +304,40 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
     parts = []
     if tensor_match is not None:
         kind = f"{dtype_name(dtype)} tensor" if dtype is not None else "tensor"
-        device = " on a GPU" if ".cuda." in tensor_match.group(0) else ""
+        legacy, backend = tensor_match.group("legacy"), tensor_match.group("backend")
+        device = " on a GPU" if (legacy or "").startswith("cuda.") or "CUDA" in (backend or "") else ""
         shaped = f"a {kind}{device} of shape {shape_text(shape)}" if shape else f"a 0-dim {kind}{device}"
         which = f", {hazard.what}" if hazard is not None else ""
         named = dtype_name(dtype) if dtype is not None else "its type"
+        if legacy is not None:
+            name = f"{legacy.removeprefix('cuda.')} is torch's old name for {named}."
+        else:  # no Python type of that name: torch prints its C++ name, backend then dtype
+            name = f"{backend}{tensor_match.group('scalar')}Type is torch's C++ name for {named} on {backend}."
         parts.append(
             MessagePart(
                 "tensor",
                 tensor_match.group(0),
                 tensor_match.start(),
                 tensor_match.end(),
-                f"the tensor that changed: {shaped}{which}. {tensor_match.group(1)} is torch's old name for {named}.",
+                f"the tensor that changed: {shaped}{which}. {name}",
                 node_id,
             )
         )
     if creator_match is not None:
+        # autograd names, for a tensor a node saved as one of its inputs, the tensor's grad_fn when backward read it;
+        # for one the node saved as its own output (exp, sigmoid save their result), that node.
+        current_fn = "the tensor's grad_fn when backward read it (the last operation that produced it, an in-place "
+        current_fn += "one included" + {
+            "AsStrided": "; a view gets AsStridedBackward0 once it or its base is changed in place)",
+            "torch::autograd::CopySlices": "; CopySlices is a write into it through a view, y[0].mul_(2))",
+        }.get(creator, ")")
         if hazard is None:
-            said = "the operation that last produced this tensor (an in-place one counts)."
-        elif hazard.what.startswith("input"):
             said = (
-                f"the operation that last produced this tensor, an in-place one included; {hazard.node} had "
-                f"saved it before, as {hazard.what}: {box}."
+                f"for a tensor the failing node saved as an input, {current_fn}; for one it saved as its own "
+                "output (exp and sigmoid save their result), that node's operation, which made the tensor."
             )
+        elif hazard.what.startswith("input"):
+            said = f"{current_fn}. {hazard.node} had saved it before, as {hazard.what}: {box}."
         else:
             said = f"the operation that made this tensor; its backward node saved it: {box}."
         parts.append(
