@@ -56,7 +56,7 @@ def seed_example():
 
 
 def stale_exp_example():
-    """(y, names): exp saved its result, which ``mul_`` then changed: backward would fail."""
+    """(y, names): exp saved its result, which ``mul_`` then changed: backward raises when it reaches ExpBackward0."""
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     a = x.exp()
     a.mul_(2)

@@ -7,7 +7,7 @@ widget. Valid settings are checked against ``torch.as_strided`` and per-element 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tutorial_lib import draw_memory_timeline, format_bytes, measure_memory, stride_explorer, view_copy_explorer
@@ -71,6 +71,8 @@ NUMBERS = st.one_of(st.integers(-3, 14), st.integers(-(2**80), 2**80), st.sample
 
 @settings(max_examples=60)
 @given(st.lists(NUMBERS, min_size=0, max_size=3), st.lists(NUMBERS, min_size=0, max_size=3), NUMBERS)
+@example(shape=[], stride=[], offset=20)  # a 0-d tensor 9 cells past the end: beyond the ghost cells drawn
+@example(shape=[3], stride=[1], offset=10)  # 1 element past the end: one ghost cell
 def test_stride_explorer_never_raises_and_agrees_with_torch(shape, stride, offset):
     explorer = stride_explorer()
     explorer.offset.value = offset
@@ -86,7 +88,11 @@ def test_stride_explorer_never_raises_and_agrees_with_torch(shape, stride, offse
         drawable = min([*shape, *stride, offset]) >= 0  # torch says "out of bounds" for a negative size too
         if "out of bounds" in explorer.message.value and drawable:  # drawn anyway: where it runs out, as ghosts
             lay = explorer.layout_model
-            assert lay.index_range[1] >= lay.storage_numel and "dashed ghost cells" in explorer.summary
+            assert lay.index_range[1] >= lay.storage_numel
+            ghosts = [cell for cell in explorer.picture.cells if cell.state == "ghost"]
+            # The summary says whether ghost cells are drawn: only cells just past the end are (GHOST_CELLS).
+            assert ("dashed ghost cells" in explorer.summary) == bool(ghosts)
+            assert ("without ghost cells" in explorer.summary) == (not ghosts)
             for element in explorer.picture.grids[0].elements:
                 at = offset + sum(i * step for i, step in zip(element.index, stride))
                 assert element.storage_index == at and element.past_end == (at >= 12)

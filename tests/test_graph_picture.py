@@ -218,7 +218,7 @@ def test_hazard_markers_match_inplace_hazards_and_backward(kind):
     except RuntimeError as error:
         raised = "modified by an inplace operation" in str(error)
     assert raised == bool(hazards)
-    assert ("changed in place (backward() would fail)" in scene.title) == bool(hazards)
+    assert ("changed in place (backward() raises when it reaches" in scene.title) == bool(hazards)
 
 
 @settings(max_examples=40)
@@ -581,3 +581,18 @@ def test_importing_draws_nothing_and_imports_no_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_chip_says_how_big_the_storage_it_keeps_is_when_that_differs_from_its_elements():
+    x = torch.randn(1, requires_grad=True)
+    e = x.expand(1000, 1000)  # a million elements read from one 4-byte cell
+    o = e * e
+    chips = texts_with(graph_scene(o), "chip-text:")
+    assert any("(1000, 1000) · 3.81 MiB read from a 4 B storage" in chip for chip in chips), chips
+    big = torch.randn(1000, requires_grad=True) * 1  # a non-leaf: the slice saved keeps all 4,000 bytes alive
+    part = big[:2]
+    assert part.untyped_storage().nbytes() == 4000
+    chips = texts_with(graph_scene(part.sin()), "chip-text:")
+    assert any("(2,) · 8 B of a 3.91 KiB storage" in chip for chip in chips), chips
+    plain = texts_with(graph_scene(torch.randn(3, requires_grad=True).exp()), "chip-text:")
+    assert any(chip.endswith("(3,) · 12 B") for chip in plain), plain  # its own storage: no second size

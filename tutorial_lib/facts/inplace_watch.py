@@ -393,7 +393,7 @@ def _write_from(record: tuple, unversioned: bool = False) -> InplaceWrite:
 
 @dataclass(frozen=True)
 class InplaceExplanation:
-    """Why backward failed (or would fail): a saved tensor changed in place after it was saved.
+    """Why backward failed (or will, when it reaches the node): a saved tensor changed in place after it was saved.
 
     Attributes:
         node: the backward node that saved the tensor (``"SigmoidBackward0"``).

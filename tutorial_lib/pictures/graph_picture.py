@@ -20,7 +20,7 @@ import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, require_type, shape_text
 from ..common.text import plural, short_op_name
-from ..facts.graph import Graph, autograd_graph, forward_op_name, inplace_hazards
+from ..facts.graph import Graph, autograd_graph, custom_function_saver, forward_op_name, inplace_hazards
 from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
@@ -166,7 +166,12 @@ def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
     if saved.shape is not None:
         parts.append(shape_text(saved.shape))
     if saved.nbytes is not None:
-        parts.append(_bytes_text(saved.nbytes))
+        size, held = _bytes_text(saved.nbytes), saved.storage_nbytes
+        if held is not None and held > saved.nbytes:  # a view of part of a bigger storage, which it keeps alive
+            size += f" of a {_bytes_text(held)} storage"
+        elif held is not None and held < saved.nbytes:  # expanded (stride 0): its elements repeat fewer bytes
+            size += f" read from a {_bytes_text(held)} storage"
+        parts.append(size)
     why = {"freed": "freed by backward", "hooked": "packed by a hook", "unknown": "version unknown"}
     if saved.state in why and (saved.note or saved.state != "unknown"):
         parts.append(why[saved.state])
@@ -274,7 +279,12 @@ def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond:
     if total_stale:
         listed = "; ".join(_hazard_text(n.name, s) for n, s in stale[:3])
         more = f"; … {total_stale - 3} more" if total_stale > 3 else ""
-        changed = f"⚠ {plural(total_stale, 'saved tensor')} changed in place (backward() would fail)"
+        raises = (
+            "when it reaches the node that saved it" if total_stale == 1 else "when it reaches a node that saved one"
+        )
+        if any(custom_function_saver(n.name, s.attribute) for n, s in stale):
+            raises += "; at a custom Function's, only if its backward reads ctx.saved_tensors"
+        changed = f"⚠ {plural(total_stale, 'saved tensor')} changed in place (backward() raises {raises})"
         parts.append(f"{changed}: {listed}{more}")
         hidden = beyond + sum(1 for n, _ in stale if n.id not in drawn)
         if hidden:

@@ -4,8 +4,8 @@ Every picture's style sheet takes its colours from here, so a colour means the s
 
 - a tensor's own colour (``tensor_colour(k)``) marks that tensor wherever it is drawn: its row and grid in a
   layout, its chip in a graph. These light tints are used for nothing else;
-- ``STALE`` (vermilion) means "changed after it was saved / written in place / would fail": hazard borders,
-  in-place edges, errors, IN-PLACE badges;
+- ``STALE`` (vermilion) means "changed after it was saved / written in place / an error backward raises": hazard
+  borders, in-place edges, errors, IN-PLACE badges;
 - ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables;
 - ``STORAGE`` and the greys are storage cells, frames and unread or unknown cells;
 - ``MEMORY_KINDS`` colour the bands of memory pictures (parameters, gradients, ...).
