@@ -64,6 +64,21 @@ def stale_exp_example():
     return y, {"x": x}
 
 
+class SavesW(torch.autograd.Function):
+    """``SavesW.apply(a, w)``: returns ``a * 1`` and saves ``w`` (any dtype, no grad), which its backward reads, so
+    changing ``w`` in place makes backward raise torch's version error naming ``w``'s type."""
+
+    @staticmethod
+    def forward(ctx, a, w):
+        ctx.save_for_backward(w)
+        return a * 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # noqa: B018 - reading them is what raises
+        return grad, None
+
+
 def random_graph(data, max_nodes=14) -> Graph:
     """A random DAG shaped like a backward graph (hypothesis ``data``): node 0 is the root, every other node has
     a parent before it."""

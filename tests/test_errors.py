@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ElementTree  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from models import stale_exp_example  # noqa: E402
+from models import SavesW, stale_exp_example  # noqa: E402
 
 from tutorial_lib.pictures.palette import STALE  # noqa: E402
 from tutorial_lib.tools.errors import message_parts, show_error  # noqa: E402
@@ -280,20 +280,9 @@ def test_the_creator_part_explains_copyslices_and_asstrided_when_torch_names_the
     "dtype", [torch.float16, torch.bfloat16, torch.bool, torch.complex64, torch.complex128, torch.int8]
 )
 def test_the_tensor_part_is_found_for_every_dtype_as_torch_names_it(dtype):
-    class Keep(torch.autograd.Function):  # saves w of any dtype, and reads it in backward
-        @staticmethod
-        def forward(ctx, a, w):
-            ctx.save_for_backward(w)
-            return a * 1
-
-        @staticmethod
-        def backward(ctx, grad):
-            ctx.saved_tensors
-            return grad, None
-
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     w = torch.zeros(2, 3, dtype=dtype)
-    out = Keep.apply(x, w)
+    out = SavesW.apply(x, w)  # saves w of any dtype, and reads it in backward
     w.zero_()
     report = show_error(out.sum().backward, graph_of=out)
     tensor = report.parts[0]

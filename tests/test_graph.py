@@ -23,6 +23,7 @@ import pytest
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from models import SavesW
 
 from tutorial_lib import Graph, GraphNode, Hazard, autograd_graph, inplace_hazards
 from tutorial_lib.facts.graph import (
@@ -1085,19 +1086,8 @@ def test_error_versions_and_shape_read_autograds_message():
 )
 def test_error_shape_and_dtype_read_every_dtype_as_torch_names_it(dtype):
     # torch writes "[torch.HalfTensor [2, 3]]" for some dtypes, "[CPUComplexFloatType [2, 3]]" for others
-    class KeepsW(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a, w):
-            ctx.save_for_backward(w)
-            return a * 1
-
-        @staticmethod
-        def backward(ctx, grad):
-            ctx.saved_tensors
-            return grad, None
-
     w = torch.zeros(2, 3, dtype=dtype)
-    out = KeepsW.apply(torch.ones(2, requires_grad=True), w)
+    out = SavesW.apply(torch.ones(2, requires_grad=True), w)
     w.fill_(1)
     message = backward_error(out)
     assert error_shape_and_dtype(message) == ((2, 3), dtype), message
