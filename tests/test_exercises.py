@@ -181,3 +181,13 @@ def test_an_answer_that_is_not_a_function_is_wrong_and_quotes_the_function_asked
     assert feedback.status == "wrong"
     assert f"the answer should be a function such as `def {STUBS[exercise_id].__name__}(" in feedback.message
     assert "pass its name (without calling it)" in feedback.hint
+
+
+def test_whole_number_reads_integers_of_every_kind_and_nothing_else():
+    import numpy as np
+
+    from tutorial_lib.exercises import whole_number
+
+    assert [whole_number(v) for v in (3, np.int64(4), np.uint8(5), torch.tensor(6))] == [3, 4, 5, 6]
+    for not_whole in (True, np.bool_(False), 2.0, np.float32(2), "3", None, [1]):
+        assert whole_number(not_whole) is None, not_whole

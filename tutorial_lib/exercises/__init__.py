@@ -12,6 +12,7 @@ from __future__ import annotations
 import dis
 import functools
 import importlib
+import operator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -70,6 +71,18 @@ def is_stub_function(fn) -> bool:
         return False
     ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP", "CACHE")]
     return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
+
+
+def whole_number(item) -> int | None:
+    """``item`` as an int when it is a whole number (a Python or numpy integer, a 0-dim integer tensor), else None:
+    bools, numpy's included, and floats do not count."""
+    # == and not "is": a numpy bool's dtype equals bool (np.dtype(bool) == bool) without being it.
+    if isinstance(item, bool) or getattr(item, "dtype", None) == bool:  # noqa: E721
+        return None
+    try:
+        return operator.index(item)
+    except TypeError:
+        return None
 
 
 def call_keeping_grad_mode(fn, *args):

@@ -7,13 +7,12 @@ what the same program really produces.
 
 from __future__ import annotations
 
-import operator
 import re
 
 import torch
 
 from ..facts.storage import shares_memory
-from . import call_keeping_grad_mode, correct, exercise, wrong
+from . import call_keeping_grad_mode, correct, exercise, whole_number, wrong
 
 
 def _as_values(answer, length: int):
@@ -35,16 +34,8 @@ def _whole_numbers(answer, length: int):
         answer = answer.tolist()
     if not isinstance(answer, (tuple, list)) or len(answer) != length:
         return None
-    numbers = []
-    for item in answer:
-        # == and not "is": a numpy bool's dtype equals bool (np.dtype(bool) == bool) without being it.
-        if isinstance(item, bool) or getattr(item, "dtype", None) == bool:  # noqa: E721
-            return None
-        try:
-            numbers.append(operator.index(item))
-        except TypeError:
-            return None
-    return tuple(numbers)
+    numbers = tuple(whole_number(item) for item in answer)
+    return None if None in numbers else numbers
 
 
 # --- ch4.independent_copy --------------------------------------------------------------------------------
@@ -445,12 +436,7 @@ def _version_or_error(item):
         return RAISES if not negated and any(key in word for key in ("error", "raise", "exception", "fail")) else None
     if isinstance(item, type) and issubclass(item, Exception) and not issubclass(item, Warning):
         return RAISES
-    if isinstance(item, bool):
-        return None
-    try:
-        return operator.index(item)
-    except TypeError:
-        return None
+    return whole_number(item)
 
 
 @exercise("ch4.predict_modes")

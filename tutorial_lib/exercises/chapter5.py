@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import linecache
-import operator
 import re
 import traceback
 
@@ -23,7 +22,7 @@ import torch
 
 from ..common.text import strip_hint
 from ..facts.graph import autograd_graph, inplace_hazards
-from . import correct, exercise, is_stub_function, not_attempted, wrong
+from . import correct, exercise, is_stub_function, not_attempted, whole_number, wrong
 
 INPLACE_ERROR = "modified by an inplace operation"
 
@@ -408,8 +407,6 @@ def changing_line_truth() -> dict:
 
 def _line_number(item):
     """A line number from an int, a numpy/torch integer, 'line 9', '9' or the line's own text; else None."""
-    if isinstance(item, bool):
-        return None
     if isinstance(item, torch.Tensor):
         if item.numel() != 1 or item.dtype.is_floating_point or item.dtype == torch.bool:
             return None
@@ -423,10 +420,7 @@ def _line_number(item):
             if text and text == "".join(line.split()):
                 return number
         return None
-    try:
-        return operator.index(item)
-    except TypeError:
-        return None
+    return whole_number(item)
 
 
 @exercise("ch5.find_changing_line")
