@@ -272,7 +272,7 @@ def test_the_creator_part_explains_copyslices_and_asstrided_when_torch_names_the
     assert v.grad_fn.name() == "AsStridedBackward0"
     creator = show_error(c.sum().backward, graph_of=c).parts[1]
     assert re.fullmatch(r"output 0 of AsStrided(Backward0)?", creator.text)
-    assert "a view gets AsStridedBackward0 once it or its base is changed in place" in creator.explanation
+    assert "a plain strided view gets AsStridedBackward0 once it or its base is changed in place" in creator.explanation
     assert "SinBackward0 had saved it before, as input 'self' of sin" in creator.explanation
 
 

@@ -567,8 +567,10 @@ _NO_CUDA = (
 _BELOW_WHY = {
     "allocated": "memory_allocated() grows by at least the tensors' bytes, unless something was freed while measuring",
     # c10/cuda/CUDACachingAllocator.cpp: a request is served from a cached free block when one fits; only when
-    # none does is a new segment made (cudaMalloc), and only that grows memory_reserved().
-    "reserved": "memory_reserved() grows only when the allocator makes a new segment, and a warm cache serves "
+    # none does is a new segment made (cudaMalloc), or an expandable segment mapped further, and only that grows
+    # memory_reserved().
+    "reserved": "memory_reserved() grows only when the allocator reserves more from the driver (a new segment, "
+    "or more of an expandable one), and a warm cache serves "
     "new blocks from segments it already holds (measure after torch.cuda.empty_cache(), which gives back the "
     "segments with nothing allocated in them)",
 }

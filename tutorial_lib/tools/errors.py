@@ -328,7 +328,7 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
         # for one the node saved as its own output (exp, sigmoid save their result), that node.
         current_fn = "the tensor's grad_fn when backward read it (the last operation that produced it, an in-place "
         current_fn += "one included" + {
-            "AsStrided": "; a view gets AsStridedBackward0 once it or its base is changed in place)",
+            "AsStrided": "; a plain strided view gets AsStridedBackward0 once it or its base is changed in place)",
             "torch::autograd::CopySlices": "; CopySlices is a write into it through a view, y[0].mul_(2))",
         }.get(creator, ")")
         if hazard is None:
