@@ -426,3 +426,10 @@ def test_a_temporary_from_another_thread_reads_as_zero_bytes():
     with tl.measure_memory() as memory:
         temporary_in_a_pool_made_before(y, x)
     assert memory.peak == 0 and memory.unseen == ()
+
+
+def test_inplace_update_names_a_y_plus_x_temporary_only_when_one_that_big_was_allocated():
+    small = assert_wrong("ch2.inplace_update", lambda y, x: y.addcmul_(x, torch.ones(())))  # a 0-dim one: 4 bytes
+    assert "allocated 4 bytes" in small.message and "size of y + x" not in small.message
+    big = assert_wrong("ch2.inplace_update", lambda y, x: y.copy_(y + x))
+    assert "(a temporary the size of y + x)" in big.message

@@ -380,6 +380,17 @@ def predict_switch_off_and_on(model, x):
     return out
 
 
+def predict_forces_recording_back_on(model, x):
+    # right when called with recording on; called inside `with torch.no_grad():` it switches recording on
+    was_training = model.training
+    model.eval()
+    torch.set_grad_enabled(False)
+    out = model(x)
+    torch.set_grad_enabled(True)
+    model.train(was_training)
+    return out
+
+
 def predict_on_a_copy(model, x):
     # unusual but right: evaluate a deep copy, so the model's own mode never changes
     frozen_copy = copy.deepcopy(model).eval()
@@ -512,6 +523,7 @@ def predict_own_hooks_then_detach(model, x):
         (predict_always_back_to_train, "was_training"),
         (predict_stays_in_eval, "was_training"),
         (predict_detached_afterwards_without_eval, "detach"),
+        (predict_forces_recording_back_on, "as you found it"),  # accepted before: it was only called with grad on
     ],
 )
 def test_inference_wrong(answer, word):

@@ -595,3 +595,12 @@ def test_safe_update_rejects_more_mistakes():
     assert "after the update" in assert_wrong("ch4.safe_update", sgd_step_zero_grad_first).hint
     for answer in (sgd_step_adam, sgd_step_wrong_sign, sgd_step_on_a_clone):
         assert_wrong("ch4.safe_update", answer)
+
+
+def test_independent_copy_hint_names_the_operation_autograd_recorded():
+    copied = assert_wrong("ch4.independent_copy", lambda x: torch.empty_like(x).copy_(x))
+    assert (
+        "copy_() is recorded by autograd (CopyBackwards)" in copied.hint and "clone()" not in copied.hint.split(".")[0]
+    )
+    cloned = assert_wrong("ch4.independent_copy", lambda x: x.clone())
+    assert "clone() is recorded by autograd (CloneBackward0)" in cloned.hint

@@ -650,3 +650,10 @@ def test_find_changing_line_malformed_answers(answer):
 )
 def test_find_changing_line_hints_say_why_the_line_is_wrong(answer, hint_part):
     assert hint_part in assert_wrong("ch5.find_changing_line", answer).hint
+
+
+def test_custom_linear_a_bias_gradient_without_a_bias_is_told_to_return_none():
+    # apply(inputs, weight) gives forward two inputs: a third gradient must be None, not g.sum(0)
+    always_three = _variant(lambda ctx, g, inputs, weight, bias: (g @ weight, g.t() @ inputs, g.sum(0)))
+    feedback = assert_wrong("ch5.custom_linear", always_three)
+    assert "(grad_inputs, grad_weight, None)" in feedback.hint

@@ -503,3 +503,10 @@ def test_load_without_copy_rejects_more(answer, words):
 def test_load_without_copy_names_the_wasted_allocation():
     feedback = assert_wrong("ch7.load_without_copy", load_linear_skip_init_then_assign)
     assert "aten::empty_like" in feedback.message and "skip_init" in feedback.message
+
+
+def test_module_to_a_frozen_parameter_is_wrong_for_the_true_reason():
+    feedback = assert_wrong("ch7.module_to", FrozenParameterNormalizer)
+    assert "requires_grad=False keeps an optimizer from moving it" in feedback.message
+    assert "would train it" not in feedback.message
+    assert "requires_grad=False" not in assert_wrong("ch7.module_to", ParameterNormalizer).message

@@ -248,7 +248,7 @@ def check_inplace_update(fn):
         if memory.peak:
             return wrong(
                 f"y has the right values, but for {description} your function allocated {memory.peak:,} bytes on the "
-                "way (a temporary the size of y + x).",
+                + ("way (a temporary the size of y + x)." if memory.peak >= expected.nbytes else "way."),
                 "`y[:] = y + x` and `y.copy_(y + x)` compute y + x into new memory first, then copy it in. "
                 "An in-place op (`y += x`, `y.add_(x)`, `torch.add(y, x, out=y)`) adds directly into y.",
             )

@@ -464,12 +464,25 @@ def check_inference(fn):
             return wrong(
                 f"the model arrived in {mode} mode and left in {'training' if model.training else 'eval'} mode.",
                 "remember was_training = model.training before, and restore it with model.train(was_training) "
-                "afterwards.",
+                "afterwards (a model whose submodules are in different modes needs each module's flag put back).",
             )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        model, x = _inference_model(), torch.randn(8, 6)
+    with torch.no_grad():  # a caller that has recording off: predict must leave it off
+        fn(model, x)
+        switched_on = torch.is_grad_enabled()
+    if switched_on:
+        return wrong(
+            "called inside `with torch.no_grad():`, predict switched gradient recording on for the code after it "
+            "(torch.is_grad_enabled() was True when it returned).",
+            "leave the mode as you found it: a `with torch.no_grad():` block puts back whatever mode was there, where "
+            "torch.set_grad_enabled(True) afterwards forces it on.",
+        )
     return correct(
         "evaluation-mode output, no graph recorded (autograd saved nothing for backward during the call), grad mode "
-        "on again afterwards, BatchNorm statistics untouched, and the model left in the mode it arrived in (tried "
-        "from both training and eval mode)."
+        "as it was afterwards (tried with recording on and off), BatchNorm statistics untouched, and the model left "
+        "in the mode it arrived in (tried from both training and eval mode)."
     )
 
 

@@ -63,6 +63,14 @@ def _copy_inputs():
     ]
 
 
+def _recorded(grad_fn: str | None) -> str:
+    """Which operation of the learner's copy autograd recorded, named from the node it made."""
+    if grad_fn is None:
+        return "The result requires grad, so it belongs to a graph."
+    op = {"CloneBackward0": "clone()", "CopyBackwards": "copy_()", "ToCopyBackward0": ".to()"}.get(grad_fn)
+    return f"{op or 'Your copy'} is recorded by autograd ({grad_fn})."
+
+
 @exercise("ch4.independent_copy", function="def independent_copy(x): ...")
 def check_independent_copy(fn):
     grad_mode_before = torch.is_grad_enabled()
@@ -119,7 +127,7 @@ def check_independent_copy(fn):
             grad_fn = type(result.grad_fn).__name__ if result.grad_fn is not None else None
             return wrong(
                 f"for {description} the result is still in the graph (requires_grad=True, grad_fn={grad_fn}).",
-                "clone() is recorded by autograd (CloneBackward0). Detach the copy as well: x.detach().clone().",
+                f"{_recorded(grad_fn)} Detach the copy as well: x.detach().clone().",
             )
     return correct("same values, its own memory, and no link to the graph, for every input tried.")
 

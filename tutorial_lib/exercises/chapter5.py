@@ -289,6 +289,11 @@ def _hint_for(error: Exception) -> str:
     message = str(error)
     if "incorrect number of gradients" in message and "got 1)" in message:
         return "return the gradients as a tuple, (grad_inputs, grad_weight, grad_bias): a list counts as one value."
+    if "incorrect number of gradients" in message and "expected 2, got 3)" in message:
+        return (
+            "forward got no bias here (apply(inputs, weight)), so backward must return two values: return "
+            "(grad_inputs, grad_weight, None), and compute grad_bias only when a bias was given."
+        )
     if "incorrect number of gradients" in message:
         return (
             "backward must return one value per input of forward, in order: (grad_inputs, grad_weight, "
@@ -455,8 +460,9 @@ def check_find_changing_line(answer):
     offset = wrong_line - changed[0] if len(changed) == 1 and wrong_line > changed[0] else None
     if offset in (1, 2) and wrong_line != truth["raised_at"]:
         hint = (
-            f"count from 1 at torch.manual_seed(0): the watcher numbers the lines of the cell, so inside a `with` "
-            f"block or below other lines its numbers are {offset} higher than the program's."
+            f"that line does not write into the saved tensor. If you read {wrong_line} from the watcher's output: "
+            f"it numbers the lines of the cell, so inside a `with` block or below other lines its numbers are "
+            f"{offset} higher than the program's; count from 1 at torch.manual_seed(0)."
         )
     elif wrong_line == truth["raised_at"]:
         hint = "that is where torch raised: backward found the stale tensor there, but it was changed earlier."

@@ -138,9 +138,13 @@ def check_module_to(cls):
     parameters = dict(module.named_parameters())
     for name in ("mean", "std"):
         if name in parameters:
+            requires = (
+                "" if parameters[name].requires_grad else " (requires_grad=False keeps an optimizer from moving it)"
+            )
             return wrong(
-                f"{name} is an nn.Parameter: .to() converts it, but it is now in module.parameters(), so an optimizer "
-                "would train it.",
+                f"{name} is an nn.Parameter: .to() converts it, but it now counts among the module's parameters: "
+                f"module.parameters(), the optimizer's param groups and what anyone who trains the module hands "
+                f"over{requires}.",
                 "a tensor that should move with the module but not be trained is a buffer: self.register_buffer(...).",
             )
     returned = module.to(torch.float64)
