@@ -195,3 +195,9 @@ def test_bad_arguments_name_what_is_wrong():
         op_table(["x.t()"])
     with pytest.raises(TypeError, match="^x must be"):
         op_table(["x.t()"], x=[1, 2])
+
+
+def test_the_caption_counts_same_tensor_and_non_tensor_results_in_words_that_take_a_plural():
+    x = torch.arange(6.0).reshape(2, 3)
+    caption = cell_text(parsed(op_table(["x.contiguous()", "x[...]", "x.shape", "x.dim()"], x=x)).find("div"))
+    assert caption == "4 operations: 1 same-tensor result, 1 view, 2 non-tensor results", caption

@@ -186,8 +186,9 @@ def trace_ops() -> Iterator[list[OpRecord]]:
     Usage::
 
         with trace_ops() as ops:
-            y = x[[0, 2]]
-        ops  # [OpRecord('aten::index', kind='new', new_bytes=...)]
+            y = x[[0, 2]]  # x: a float32 tensor
+        ops  # [OpRecord('aten::lift_fresh', kind='new', new_bytes=16),   the index list as a tensor
+             #  OpRecord('aten::index', kind='new', new_bytes=8)]          the two elements picked
 
     Ops that autograd runs for itself inside the block (the ``aten::detach`` it uses to save an output
     for backward, the ops of a ``backward()`` call) are recorded too: they really run.

@@ -23,8 +23,8 @@ _VERDICTS = {
     "view": ("👁 view", "view", "views", "", "", "#1a1a1a"),
     "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2), f"4px solid {COPY}", INK),
     "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15), f"4px solid {STALE}", STALE),
-    "same tensor": ("= same tensor", "same tensor", "same tensor", "", "", "#1a1a1a"),
-    "not a tensor": ("– not a tensor", "not a tensor", "not a tensor", "", "", "#666666"),
+    "same tensor": ("= same tensor", "same-tensor result", "same-tensor results", "", "", "#1a1a1a"),
+    "not a tensor": ("– not a tensor", "non-tensor result", "non-tensor results", "", "", "#666666"),
 }
 #: Tables with more rows than this scroll inside a box ``SCROLL_BOX_ROWS`` rows high, under a header that stays.
 SCROLL_AFTER_ROWS = 20
