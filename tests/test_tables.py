@@ -131,7 +131,12 @@ def test_consecutive_rows_alike_share_one_verdict_cell_with_their_count():
     assert spans == [3, 2, 1, 1]
     assert cell_text(written[0][1]) == "👁 view× 3 in a row"
     assert cell_text(written[3][1]) == "📄 copy× 2 in a row" and cell_text(written[5][1]) == "📄 copy"
-    assert [cell_text(cells[2]) for cells in grid(table)] == ["0", "0", "0", "32", "32", "24", "0"]
+    # a copy keeps its result's bytes; its ops also made the index list as a tensor (2 int64: 16 bytes)
+    made = ["32 kept of 48 made", "32 kept of 48 made", "24 kept of 40 made"]
+    assert [cell_text(cells[2]) for cells in grid(table)] == ["0", "0", "0", *made, "0"]
+    with tl.trace_ops() as ops:
+        x[[0, 2]]
+    assert sum(op.new_bytes for op in ops) == 48
     assert [cell_text(cells[0]) for cells in grid(table)] == expressions
 
 

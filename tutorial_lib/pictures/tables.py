@@ -103,7 +103,7 @@ class OpTable:
         rows = []
         keyed = zip(self.report, self.report.table_rows())
         for index, (key, group) in enumerate(
-            itertools.groupby(keyed, key=lambda pair: (pair[0].verdict, pair[0].new_bytes, pair[0].shares_memory))
+            itertools.groupby(keyed, key=lambda pair: (pair[0].verdict, pair[1][2], pair[0].shares_memory))
         ):
             rows += _group_rows(key[0], [cells for _, cells in group], first_in_table=index == 0)
         caption = f"<div style='padding:2px 0;color:#333333'>{html.escape(_caption(self.report))}</div>"
