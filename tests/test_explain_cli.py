@@ -100,3 +100,19 @@ def test_the_clone_advice_for_a_write_through_an_earlier_view_makes_the_script_r
     path.write_text("\n".join([*lines[:3], "y = y.clone()", *lines[3:]]) + "\n")  # before the view is taken
     done = explain(path)
     assert done.returncode == 0, done.stderr
+
+
+def test_other_errors_show_the_scripts_frames_only_and_interrupts_exit_130(tmp_path):
+    path = tmp_path / "other.py"
+    path.write_text("import torch\ndef f():\n    return torch.ones(2) @ torch.ones(3)\nf()\n")
+    done = explain(path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert 'other.py", line 4, in <module>' in done.stderr and 'other.py", line 3, in f' in done.stderr
+    for library in ("runpy", "explain.py", "inplace_watch.py", "_ops.py"):
+        assert library not in done.stderr
+    assert done.stderr.rstrip().endswith("but got 2 and 3 elements respectively")
+    path.write_text("raise KeyboardInterrupt\n")
+    done = explain(path)
+    assert done.returncode == 130 and done.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert "runpy" not in done.stderr

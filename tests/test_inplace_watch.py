@@ -485,3 +485,46 @@ def test_the_clone_advice_before_the_change_makes_backward_work_when_no_other_vi
     change_line = len(lines)  # the line before backward (counting 'import torch')
     assert fix.startswith(f"Or clone() before the change: y = y.clone() just before line {change_line} ")
     _run_script(tmp_path, "followed", [*lines[:-2], f"{written} = {written}.clone()", *lines[-2:]])
+
+
+def test_forward_under_an_earlier_watch_is_not_called_unwatched():
+    a = torch.ones(3, requires_grad=True)
+    with tl.watch_inplace():
+        b = a.sigmoid()
+        b.mul_(2)
+    with tl.watch_inplace():
+        with pytest.raises(RuntimeError) as caught:
+            b.sum().backward()
+    (sentence,) = explanation_of(caught.value).unknown
+    assert "no watch_inplace was on" not in sentence
+    assert "ran outside this watch_inplace block: in an earlier block or cell, or with none on" in sentence
+    assert any("backward() in one tl.watch_inplace() block" in fix for fix in explanation_of(caught.value).fixes)
+
+
+def test_watch_repr_says_one_write_and_one_node_line():
+    with tl.watch_inplace() as watch:
+        torch.ones(2).mul_(2)
+        torch.ones(2, requires_grad=True).exp()
+    assert "1 write, 1 node line, 0 explanations" in repr(watch)
+
+
+@pytest.mark.parametrize(
+    "change, fix",
+    [
+        ("b.mul_(2)", "Use the out-of-place form: b = b.mul(2) instead of b.mul_(2)."),
+        ("b *= 2 + 1", "Use the out-of-place form: b = b * (2 + 1) instead of b *= 2 + 1."),
+        ("b.zero_()", "Make a new tensor instead: b = torch.zeros_like(b) instead of b.zero_()."),
+        ("b.fill_(3)", "Make a new tensor instead: b = torch.full_like(b, 3) instead of b.fill_(3)."),
+        ("b.clamp_(min=0)", "Use the out-of-place form: b = b.clamp(min=0) instead of b.clamp_(min=0)."),
+        ("b.masked_fill_(b > 1, 0)", "Use the out-of-place form: b = b.masked_fill(b > 1, 0) instead of"),
+        ("b[0] = 5", "Do not assign into a tensor autograd saved (b[0] = 5): collect the pieces in a list"),
+    ],
+)
+def test_the_fix_names_the_scripts_tensor_and_fits_the_op(tmp_path, change, fix):
+    lines = ["a = torch.ones(3, requires_grad=True)", "b = a.sigmoid()", change, "b.sum().backward()"]
+    with tl.watch_inplace():
+        with pytest.raises(RuntimeError) as raised:
+            _run_script(tmp_path, "names", lines)
+    fixes = explanation_of(raised.value).fixes
+    assert fixes[0].startswith(fix), fixes
+    assert not any("y = y" in f or "other" in f for f in fixes), fixes

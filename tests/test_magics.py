@@ -96,3 +96,29 @@ def test_measure_memory_magic_says_one_op_and_what_it_could_not_count(shell, cap
     assert result.success
     assert ", 1 op" in output and "1 ops" not in output
     assert "not counted:" in output and "thread" in output
+
+
+def test_watch_magic_shows_other_errors_without_the_watchers_frames(shell, capsys):
+    result, output = run(shell, capsys, "%%watch_inplace\nimport torch\ntorch.ones(2) @ torch.ones(3)")
+    assert "same number of elements" in output
+    assert "inplace_watch.py" not in output and "_ops.py" not in output
+
+
+def test_watch_magic_refuses_max_records_0(shell, capsys):
+    result, output = run(shell, capsys, "%%watch_inplace --max-records 0\nx = 1")
+    assert "ValueError" in output and "max_records must be at least 1, got 0" in output
+
+
+def test_watch_magic_says_the_forward_ran_in_an_earlier_cell(shell, capsys):
+    cell = "%%watch_inplace\nimport torch\na = torch.ones(3, requires_grad=True)\nb = a.sigmoid()\nb.mul_(2)\n"
+    assert run(shell, capsys, cell)[0].success
+    result, output = run(shell, capsys, "%%watch_inplace\nb.sum().backward()\n")
+    assert "Backward needs" in output and "no watch_inplace was on" not in output
+    assert "the forward pass ran outside this watch_inplace block: in an earlier block or cell" in output
+
+
+def test_memory_magic_says_a_del_of_an_older_tensor_is_not_counted(shell, capsys):
+    assert run(shell, capsys, "import torch\nold = torch.ones(1000)\n")[0].success
+    result, output = run(shell, capsys, "%%measure_memory --no-plot\ndel old\n")
+    assert "allocated 0 B, peak 0 B, 0 ops" in output
+    assert "not counted: frees of tensors from before the cell that no op of the cell used (del x)" in output

@@ -376,8 +376,8 @@ class InplaceWatch:
     def __repr__(self) -> str:
         state = "watching" if self.active else "finished"
         return (
-            f"InplaceWatch({state}: {len(self._writes)} writes, {len(self._node_sequences)} node lines, "
-            f"{plural(len(self.explanations), 'explanation')})"
+            f"InplaceWatch({state}: {plural(len(self._writes), 'write')}, "
+            f"{plural(len(self._node_sequences), 'node line')}, {plural(len(self.explanations), 'explanation')})"
         )
 
 
@@ -595,17 +595,90 @@ _OUT_OF_PLACE_FORMS = {
     "aten::mul_": "y = y * other instead of y *= other or y.mul_(other)",
     "aten::div_": "y = y / other instead of y /= other or y.div_(other)",
 }
-_ASSIGNMENT_OPS = {
-    "aten::copy_",
-    "aten::fill_",
-    "aten::index_put_",
-    "aten::masked_fill_",
-    "aten::index_copy_",
-    "aten::masked_scatter_",
-    "aten::scatter_",
-    "aten::index_fill_",
-    "aten::zero_",
-}
+
+
+_NAME = r"[A-Za-z_][\w.]*"
+_METHOD_CALL = re.compile(rf"(?P<name>{_NAME})\.(?P<op>\w+_)\((?P<args>.*)\)")
+_AUGMENTED = re.compile(rf"(?P<name>{_NAME})\s*(?P<sign>[-+*/])=\s*(?P<args>[^=].*)")
+_INDEX_ASSIGNMENT = re.compile(rf"(?P<name>{_NAME})\[.*\]\s*=\s*(?P<args>[^=].*)")
+_AUGMENTED_OPS = {"+": "aten::add_", "-": "aten::sub_", "*": "aten::mul_", "/": "aten::div_"}
+
+
+def _line_text(where) -> str:
+    """The text of a recorded line without a trailing comment ("" when unknown)."""
+    line = _source_line(where)
+    return line.text.split("#")[0].strip() if line is not None else ""
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _parse_change(text: str):
+    """("method" | "augmented" | "index", name, argument text, op) for a line that is one plain in-place
+    statement (``b.mul_(2)``, ``b *= 2``, ``f[i] = v``), else None."""
+    for form, pattern in (("index", _INDEX_ASSIGNMENT), ("augmented", _AUGMENTED), ("method", _METHOD_CALL)):
+        match = pattern.fullmatch(text)
+        if match and _balanced(match["args"]):
+            op = "aten::" + match["op"] if form == "method" else _AUGMENTED_OPS.get(match.groupdict().get("sign"))
+            return form, match["name"], match["args"], op
+    return None
+
+
+def _wrapped(expression: str) -> str:
+    return expression if re.fullmatch(r"[\w.]+", expression) else f"({expression})"
+
+
+def _new_tensor_fix(name: str, text: str) -> str:
+    """The fix for an in-place op ``name`` (``aten::mul_``), with the line's own names when ``text`` is one
+    plain in-place statement; with placeholders (y, other) otherwise."""
+    op = op_name(name)
+    plain = op.removesuffix("_")
+    change = _parse_change(text)
+    if change is not None and change[0] == "index":
+        return (
+            f"Do not assign into a tensor autograd saved ({text}): collect the pieces in a list and "
+            f"torch.stack / torch.cat them, or assign into {change[1]}.clone()."
+        )
+    if change is not None and change[3] == name:
+        form, y, args, _ = change
+        if form == "augmented":
+            return (
+                f"Use the out-of-place form: {y} = {y} {text[len(y) :].lstrip()[0]} {_wrapped(args)} instead of {text}."
+            )
+        if name == "aten::zero_":
+            return f"Make a new tensor instead: {y} = torch.zeros_like({y}) instead of {text}."
+        if name == "aten::fill_":
+            return f"Make a new tensor instead: {y} = torch.full_like({y}, {args}) instead of {text}."
+        if name == "aten::copy_":
+            return (
+                f"Make a new tensor instead: {y} = {_wrapped(args)}.clone() instead of {text} "
+                f"(when it has {y}'s shape and dtype)."
+            )
+        if hasattr(torch.Tensor, plain):
+            return f"Use the out-of-place form: {y} = {y}.{plain}({args}) instead of {text}."
+    if name in _OUT_OF_PLACE_FORMS:
+        return "Use the out-of-place form: " + _OUT_OF_PLACE_FORMS[name] + "."
+    if name == "aten::zero_":
+        return "Make a new tensor instead: y = torch.zeros_like(y) instead of y.zero_() (or nn.init.zeros_(y))."
+    if name == "aten::fill_":
+        return "Make a new tensor instead: y = torch.full_like(y, value) instead of y.fill_(value) or y[i] = value."
+    if name in ("aten::copy_", "aten::index_put_"):
+        return (
+            f"Do not write into a tensor autograd saved ({op}: y[i] = ... or y.copy_(...)): collect the pieces in "
+            "a list and torch.stack / torch.cat them, or write into a clone()."
+        )
+    if plain.startswith("_foreach"):
+        return f"Use torch.{plain}(...), which returns new tensors, instead of torch.{op}(...)."
+    if hasattr(torch.Tensor, plain):
+        return f"Use the out-of-place form: y = y.{plain}(...) instead of y.{op}(...)."
+    return f"{op} has no out-of-place form: make a new tensor instead of changing the saved one."
 
 
 def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at, saved_place=None) -> tuple[str, ...]:
@@ -633,34 +706,30 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at, save
     others = [w for w in writes if not w[6]]
     names = list(dict.fromkeys(w[0] for w in others))
     for name in names:
-        if name in _OUT_OF_PLACE_FORMS:
-            fixes.append("Use the out-of-place form: " + _OUT_OF_PLACE_FORMS[name] + ".")
-        elif name in _ASSIGNMENT_OPS:
-            fixes.append(
-                f"Do not write into a tensor autograd saved ({op_name(name)}: assignment such as "
-                "f[i] = ... or copy_): collect the pieces in a list and torch.stack / torch.cat them, or write "
-                "into a clone()."
-            )
-        elif any(w[1] == "out" for w in others if w[0] == name):
+        record = next(w for w in others if w[0] == name)
+        if any(w[1] == "out" for w in others if w[0] == name):
             fixes.append(f"Drop out=... from {op_name(name)}: let it return a new tensor.")
-        elif name.endswith("_"):
-            plain = op_name(name).removesuffix("_")
-            fixes.append(f"Use the out-of-place form: y = y.{plain}(...) instead of y.{plain}_(...).")
+        else:
+            fixes.append(_new_tensor_fix(name, _line_text(record[5])))
     if others:
         where, view = others[0][5], others[0][10]
         place = f"line {where[1]}" if where else "the change"
+        written = _parse_change(_line_text(where))
+        y = written[1] if written is not None else "y"
+        if view is not None and (written is None or written[0] != "index"):
+            y = "y"  # a method call writes through the view itself; its base's name is unknown
         stays = f"the saved tensor stays at version {writes[0][3] if writes else '?'}" + (
             f" (saved at line {saved_at.lineno})." if saved_at else "."
         )
         if view is not None and (others[0][2], *view) != saved_place:  # a view of the saved tensor's storage
             fixes.append(
                 f"Or clone() before the view is taken: {place} writes through a view, and a view taken before "
-                "y = y.clone() still writes into the old storage. Put y = y.clone() before the line that takes "
-                f"the view (before {place} itself if the view is taken there, as in y[0:2].mul_(2)), so {stays}"
+                f"{y} = {y}.clone() still writes into the old storage. Put {y} = {y}.clone() before the line that "
+                f"takes the view (before {place} itself if the view is taken there, as in {y}[0:2].mul_(2)), so {stays}"
             )
         else:
             fixes.append(
-                f"Or clone() before the change: y = y.clone() just before {place} sends the change into a copy, "
+                f"Or clone() before the change: {y} = {y}.clone() just before {place} sends the change into a copy, "
                 f"so {stays}"
             )
     if not fixes:
@@ -670,6 +739,13 @@ def _fixes(writes: list, saved_order: int | None, backward_calls, saved_at, save
             "clone() before it."
         )
     return tuple(fixes)
+
+
+def _outside(watches) -> str:
+    """Why a line is unknown when the node was not made under any of ``watches``."""
+    if not watches:
+        return "no watch_inplace was on during the forward pass"
+    return "the forward pass ran outside this watch_inplace block: in an earlier block or cell, or with none on"
 
 
 def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplanation:
@@ -692,7 +768,7 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
         if seen and any(c.dropped_nodes for c in watches):
             unknown.append("the saving line was dropped: more records than max_records")
         elif saved_at is None:
-            unknown.append("the saving line is unknown: the forward pass ran while no watch_inplace was on")
+            unknown.append(f"the saving line is unknown: {_outside(watches)}")
     writes: list = []
     if watch is None and watches:
         watch = watches[-1]
@@ -718,15 +794,16 @@ def _explain_one(fn, saved, watches, other_stale: int, message) -> InplaceExplan
             else "the changing line is unknown: no recorded write matches"
         )
     elif missing > 0 and not unknown:
-        unknown.append("the changing line is unknown: no watch_inplace was on when the tensor was changed")
+        unknown.append(f"the changing line is unknown: {_outside(watches)}")
     elif missing > 0:
         unknown[-1] = unknown[-1].replace("the saving line is unknown", "the saving and changing lines are unknown")
     backward_calls = watch._backward_calls if watch is not None else []
     fixes = _fixes(writes, saved_order, backward_calls, saved_at, _saved_place(fn, saved.attribute))
     if unknown:
         fixes += (
-            "To see the lines, run the forward pass and the change inside tl.watch_inplace() (in Jupyter: "
-            "%load_ext tutorial_lib, then %%watch_inplace; for a script: python -m tutorial_lib.explain).",
+            "To see the lines, run the forward pass, the change and backward() in one tl.watch_inplace() block "
+            "(in Jupyter: %load_ext tutorial_lib, then one %%watch_inplace cell; for a script: "
+            "python -m tutorial_lib.explain).",
         )
     return InplaceExplanation(
         node=fn.name(),
@@ -878,6 +955,29 @@ def watch_inplace(max_records: int = DEFAULT_MAX_RECORDS) -> Iterator[InplaceWat
             if not _ACTIVE:
                 _uninstall()
         _LAST[:] = [watch]
+
+
+def _without_library_frames(error: BaseException) -> BaseException:
+    """``error`` (and the errors it chains to) with tutorial_lib's frames dropped from its traceback, and
+    every frame inside the watcher's ``__torch_dispatch__`` (torch's ``_ops.py``), which exist only
+    because the watcher was on. Returns ``error``."""
+    first, seen = error, set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        kept = []
+        tb = error.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code is _Watcher.__torch_dispatch__.__code__:
+                break
+            if not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIR):
+                kept.append(tb)
+            tb = tb.tb_next
+        for outer, inner in zip(kept, [*kept[1:], None]):
+            outer.tb_next = inner
+        error.__traceback__ = kept[0] if kept else None
+        error = error.__cause__ or error.__context__
+    return first
 
 
 def recent_watches() -> list[InplaceWatch]:

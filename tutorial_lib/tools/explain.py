@@ -3,8 +3,10 @@
 The script runs as ``python script.py args ...`` would run it (``__name__ == "__main__"``, ``sys.argv``,
 its folder first on ``sys.path``). If ``backward()`` raises autograd's "modified by an inplace operation"
 error, the script's traceback (its own frames only), torch's message and the explanation are printed to
-stderr: the line that saved the stale tensor and every line that changed it. The exit code is the
-script's: 0 when it finishes, its ``sys.exit`` code, or 1 when it raises, as with plain ``python``.
+stderr: the line that saved the stale tensor and every line that changed it. Any other error is printed as
+plain ``python`` prints it, without this command's and the watcher's frames. The exit code is the script's:
+0 when it finishes, its ``sys.exit`` code, 130 when it stops on ``KeyboardInterrupt`` (what a shell reports
+for plain ``python``, which ends by SIGINT), or 1 when it raises anything else.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import runpy
 import sys
 import traceback
 
-from ..facts.inplace_watch import is_library_frame, watch_inplace
+from ..facts.inplace_watch import _without_library_frames, is_library_frame, watch_inplace
 
 USAGE = "usage: python -m tutorial_lib.explain script.py [args ...]"
 
@@ -58,8 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - report like python does, then exit 1
         explanation = getattr(error, "inplace_explanation", None)
         if explanation is None:
+            _without_library_frames(error)
+            for chained in (error, error.__cause__, error.__context__):
+                while chained is not None and chained.__traceback__ is not None:  # drop runpy's frames
+                    filename = chained.__traceback__.tb_frame.f_code.co_filename
+                    if not is_library_frame(filename) and os.path.basename(filename) != "runpy.py":
+                        break
+                    chained.__traceback__ = chained.__traceback__.tb_next
             traceback.print_exception(error)
-            return 1
+            return 130 if isinstance(error, KeyboardInterrupt) else 1
         frames = _script_frames(error)
         if frames:
             print("Traceback (most recent call last, the script's own lines):", file=sys.stderr)

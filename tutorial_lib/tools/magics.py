@@ -3,7 +3,8 @@
 ``%%watch_inplace`` runs the cell under ``watch_inplace``. When ``backward()`` raises autograd's
 "modified by an inplace operation" error, the cell shows torch's message and the explanation (the line
 that saved the tensor, every line that changed it) instead of a long traceback. Any other error is shown
-as IPython always shows it, and a cell that runs without error shows nothing extra.
+as IPython always shows it (without the watcher's own frames), and a cell that runs without error shows
+nothing extra.
 
 ``%%measure_memory`` runs the cell under ``measure_memory`` and shows what it left allocated, its peak,
 and the memory timeline picture, as ``%%timeit`` does for time. ``%%measure_memory cuda`` measures a GPU.
@@ -19,7 +20,7 @@ import shlex
 from IPython.core.magic import Magics, cell_magic, magics_class
 
 from ..common.text import plural
-from ..facts.inplace_watch import watch_inplace
+from ..facts.inplace_watch import _without_library_frames, watch_inplace
 from ..facts.memory import format_bytes, measure_memory
 
 
@@ -31,7 +32,7 @@ class TutorialMagics(Magics):
     def watch_inplace(self, line: str, cell: str):
         """Run the cell under ``tl.watch_inplace()``; explain backward's in-place error if it occurs.
 
-        Usage: ``%%watch_inplace`` (optionally ``%%watch_inplace --max-records N``).
+        Usage: ``%%watch_inplace`` (optionally ``%%watch_inplace --max-records N``, N >= 1).
         """
         max_records = _parse_max_records(line)
         shell = self.shell
@@ -39,7 +40,9 @@ class TutorialMagics(Magics):
         def explain(shell_, kind, value, traceback, tb_offset=None):
             explanation = getattr(value, "inplace_explanation", None)
             if explanation is None:  # not the version error: IPython's usual traceback
-                shell_.showtraceback((kind, value, traceback), tb_offset=tb_offset)
+                value.__traceback__ = traceback
+                _without_library_frames(value)
+                shell_.showtraceback((kind, value, value.__traceback__), tb_offset=tb_offset)
                 return None
             _display_explanation(explanation)
             return None
@@ -47,7 +50,7 @@ class TutorialMagics(Magics):
         previous = (shell.custom_exceptions, shell.CustomTB)
         shell.set_custom_exc((RuntimeError,), explain)
         try:
-            with watch_inplace(**({"max_records": max_records} if max_records else {})):
+            with watch_inplace(**({"max_records": max_records} if max_records is not None else {})):
                 shell.run_cell(cell, store_history=False)
         finally:
             shell.custom_exceptions, shell.CustomTB = previous
@@ -96,7 +99,9 @@ def _display_memory(report, plot: bool) -> None:
         f"memory ({report.device}): allocated {format_bytes(report.allocated)}, "
         f"peak {format_bytes(report.peak)}, {plural(len(report.timeline), 'op')}"
     )
-    unseen = getattr(report, "unseen", ())
+    unseen = list(getattr(report, "unseen", ()))
+    if not report.timeline and report.device.type == "cpu":
+        unseen.append("frees of tensors from before the cell that no op of the cell used (del x)")
     if unseen:
         text += "\nnot counted: " + "; ".join(unseen)
     display({"text/plain": text}, raw=True)
