@@ -957,7 +957,7 @@ def watch_inplace(max_records: int = DEFAULT_MAX_RECORDS) -> Iterator[InplaceWat
         _LAST[:] = [watch]
 
 
-def _without_library_frames(error: BaseException) -> BaseException:
+def without_library_frames(error: BaseException) -> BaseException:
     """``error`` (and the errors it chains to) with tutorial_lib's frames dropped from its traceback, and
     every frame inside the watcher's ``__torch_dispatch__`` (torch's ``_ops.py``), which exist only
     because the watcher was on. Returns ``error``."""

@@ -16,7 +16,7 @@ import runpy
 import sys
 import traceback
 
-from ..facts.inplace_watch import _without_library_frames, is_library_frame, watch_inplace
+from ..facts.inplace_watch import is_library_frame, watch_inplace, without_library_frames
 
 USAGE = "usage: python -m tutorial_lib.explain script.py [args ...]"
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as error:  # noqa: BLE001 - report like python does, then exit 1
         explanation = getattr(error, "inplace_explanation", None)
         if explanation is None:
-            _without_library_frames(error)
+            without_library_frames(error)
             for chained in (error, error.__cause__, error.__context__):
                 while chained is not None and chained.__traceback__ is not None:  # drop runpy's frames
                     filename = chained.__traceback__.tb_frame.f_code.co_filename

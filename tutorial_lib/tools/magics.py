@@ -20,7 +20,7 @@ import shlex
 from IPython.core.magic import Magics, cell_magic, magics_class
 
 from ..common.text import plural
-from ..facts.inplace_watch import _without_library_frames, watch_inplace
+from ..facts.inplace_watch import watch_inplace, without_library_frames
 from ..facts.memory import format_bytes, measure_memory
 
 
@@ -41,7 +41,7 @@ class TutorialMagics(Magics):
             explanation = getattr(value, "inplace_explanation", None)
             if explanation is None:  # not the version error: IPython's usual traceback
                 value.__traceback__ = traceback
-                _without_library_frames(value)
+                without_library_frames(value)
                 shell_.showtraceback((kind, value, value.__traceback__), tb_offset=tb_offset)
                 return None
             _display_explanation(explanation)
