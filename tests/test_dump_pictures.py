@@ -1,19 +1,17 @@
 """`.ci/dump_pictures.py`: every picture the notebooks draw as text, and the comparison of two such dumps."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("dump_pictures", ROOT / ".ci" / "dump_pictures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(".ci/dump_pictures.py"))
 
 
 def test_chapter_0_dump_holds_each_kind_of_picture_with_its_summary_and_texts():

@@ -196,12 +196,9 @@ def test_exported_result_types_are_what_the_public_functions_return():
 
 
 def load_setup_cell_module():
-    import importlib.util
+    from scripts import load_script
 
-    spec = importlib.util.spec_from_file_location("setup_cell", ROOT / ".ci" / "setup_cell.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(".ci/setup_cell.py"))
 
 
 def test_every_notebook_starts_with_the_colab_setup_cell():

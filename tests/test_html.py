@@ -1,21 +1,18 @@
 """`make html`: the offline reading copy has every chapter, in order, and loads nothing from the network."""
 
 import html
-import importlib.util
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_html", ROOT / ".ci" / "build_html.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(".ci/build_html.py"))
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import pathlib
 import random
 
@@ -11,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripts import load_script
 from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 import tutorial_lib as tl
@@ -22,10 +22,7 @@ CORRECT = sorted(CORPUS.glob("ok_*.py"))
 
 
 def load(path: pathlib.Path):
-    spec = importlib.util.spec_from_file_location(f"inplace_corpus_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, f"inplace_corpus_{path.stem}")
 
 
 def marked_lines(path: pathlib.Path, marker: str) -> tuple[int, ...]:

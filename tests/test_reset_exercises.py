@@ -1,22 +1,19 @@
 """`make reset-exercises`: exercise cells are tagged, and resetting restores exactly them."""
 
-import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def load_reset():
-    spec = importlib.util.spec_from_file_location("reset_exercises", ROOT / ".ci" / "reset_exercises.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(".ci/reset_exercises.py"))
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != "00_start_here.ipynb"], ids=lambda p: p.stem[:2])
