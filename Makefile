@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser lab lint test notebooks reset-exercises html bench clean
+.PHONY: setup browser lab lint test notebooks reset-exercises html bench course-stats clean
 
 setup: $(STAMP)
 
@@ -62,6 +62,11 @@ reset-exercises: setup
 # A static reading copy of the course in build/html (open build/html/index.html; works offline).
 html: setup
 	$(BIN)/python .ci/build_html.py build/html
+
+# How long each notebook takes a learner (words, cells, outputs, exercises, predictions → minutes), core path and
+# deep dives; exits 1 when a core chapter is over its budget (tests/test_course_budget.py holds it there).
+course-stats: setup
+	$(BIN)/python .ci/course_stats.py
 
 # Speed and memory figures, printed as tables (quoted in the README; never asserted in tests).
 bench: setup

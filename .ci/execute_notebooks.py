@@ -4,6 +4,10 @@ Used by `make notebooks` after editing a notebook: the first code cell is made t
 (see setup_cell.py), then each notebook runs top to bottom in a fresh kernel
 from this environment (execution counts 1..n), and per-cell timing metadata is dropped so a diff shows
 only real changes. nbval (`make test`) then proves the stored outputs are what the code produces.
+
+Cells tagged ``gpu`` keep the outputs a real GPU printed (see store_gpu_outputs.py) when this machine has no
+CUDA: they still run (their CPU branch, so the execution counts stay 1..n), and what they printed here is
+dropped. On a machine with CUDA they run for real and their new outputs are stored.
 """
 
 import sys
@@ -11,20 +15,35 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from notebook_paths import all_notebooks
 from reset_exercises import tag_exercise_cells
 from setup_cell import ensure_setup_cell
 
 KEEP_CELL_METADATA = {"tags", "collapsed", "jupyter", "editable", "deletable"}
 
 
+GPU_TAG = "gpu"
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     ensure_setup_cell(notebook)
     tag_exercise_cells(notebook)  # what `make reset-exercises` restores
+    gpu_cells = [cell for cell in notebook.cells if GPU_TAG in cell.metadata.get("tags", [])]
+    recorded = [cell.get("outputs", []) for cell in gpu_cells]
     client = NotebookClient(
         notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     client.execute()
+    if gpu_cells and not cuda_available():
+        for cell, outputs in zip(gpu_cells, recorded):
+            cell.outputs = outputs
     for cell in notebook.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}
         cell.pop("id", None)
@@ -38,6 +57,6 @@ def execute(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("*.ipynb"))
+    paths = [Path(p) for p in sys.argv[1:]] or all_notebooks()
     for notebook_path in paths:
         execute(notebook_path)

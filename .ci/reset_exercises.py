@@ -1,11 +1,12 @@
 """`make reset-exercises`: put every exercise cell back to its untouched state, and nothing else.
 
-An exercise is two code cells tagged ``exercise``: the stub a learner fills in (``answer = ...`` or a
-function whose body is ``...``) and the ``tl.check(...)`` cell right after it. `make notebooks` tags them
-(``tag_exercise_cells``). Resetting replaces each tagged cell, source and stored output, with the same
-cell of the committed notebook (``git show REF:notebooks/<name>``, REF defaults to HEAD): the learner's
-other cells, the solutions (collapsed markdown) and the library are never touched. Close the notebooks
-in JupyterLab first (or reload them from disk afterwards).
+An exercise is two code cells tagged ``exercise``: the stub a learner fills in (``answer = ...`` or a function
+whose body is ``...``) and the ``tl.check(...)`` cell right after it. A quick prediction is one cell, tagged
+``exercise`` and ``predict``: it starts with a ``# Predict`` comment and the learner writes the guess in place of
+the ``...`` of its ``tl.check("…", ...)``. `make notebooks` tags them (``tag_exercise_cells``). Resetting replaces
+each tagged cell, source and stored output, with the same cell of the committed notebook (``git show
+REF:notebooks/<name>``, REF defaults to HEAD): the learner's other cells, the solutions (collapsed markdown) and
+the library are never touched. Close the notebooks in JupyterLab first (or reload them from disk afterwards).
 
 Usage: python .ci/reset_exercises.py [--ref REF] [NOTEBOOK ...]   (default: every notebook)
 """
@@ -18,22 +19,40 @@ import sys
 from pathlib import Path
 
 import nbformat
+from notebook_paths import all_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 TAG = "exercise"
+PREDICT_TAG = "predict"
+PREDICT_MARK = "# Predict"
+
+
+def is_prediction_cell(cell) -> bool:
+    """A quick prediction: one code cell that starts with ``# Predict`` and calls ``tl.check(``."""
+    return cell.cell_type == "code" and cell.source.lstrip().startswith(PREDICT_MARK) and "tl.check(" in cell.source
+
+
+def _tag(cell, tag: str) -> None:
+    tags = cell.metadata.setdefault("tags", [])
+    if tag not in tags:
+        tags.append(tag)
 
 
 def tag_exercise_cells(notebook) -> int:
-    """Tag each ``tl.check(`` cell and the code cell before it (its stub); returns how many exercises."""
+    """Tag each ``tl.check(`` cell and the code cell before it (its stub), or a prediction cell alone;
+    returns how many exercises and predictions."""
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     count = 0
-    for before, cell in zip(code, code[1:]):
-        if "tl.check(" in cell.source:
+    for before, cell in zip([None, *code], code):
+        if "tl.check(" not in cell.source:
+            continue
+        if is_prediction_cell(cell):
+            _tag(cell, TAG)
+            _tag(cell, PREDICT_TAG)
+        else:
             for tagged in (before, cell):
-                tags = tagged.metadata.setdefault("tags", [])
-                if TAG not in tags:
-                    tags.append(TAG)
-            count += 1
+                _tag(tagged, TAG)
+        count += 1
     return count
 
 
@@ -85,7 +104,7 @@ def main(argv=None) -> None:
     parser.add_argument("--ref", default="HEAD", help="the git revision holding the untouched notebooks")
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    paths = args.notebooks or all_notebooks()
     for path in paths:
         changed = reset(path, args.ref)
         print(f"{path.name}: {changed} exercise cell{'s' if changed != 1 else ''} reset")

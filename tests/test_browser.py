@@ -54,10 +54,11 @@ from browser_lab import (
     LabServer,
     missing_browser,
 )
+from scripts import course_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
+NOTEBOOKS = [p.relative_to(NOTEBOOK_DIR).as_posix() for p in course_notebooks()]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 FIGURE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")

@@ -6,6 +6,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from scripts import course_notebooks
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -120,7 +122,7 @@ def test_import_is_fast_and_has_no_side_effects():
     assert result.stdout == "" and "Warning" not in result.stderr
 
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = course_notebooks()
 
 
 def notebook_code():

@@ -4,28 +4,32 @@ test_exercises_chapterN.py."""
 
 import ast
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
+from scripts import course_notebooks
 from torch import nn
 
 import tutorial_lib as tl
+from tutorial_lib.exercises import is_prediction
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = course_notebooks()
 CHECK_CALL = re.compile(r"""tl\.check\(\s*["']([^"']+)["']""")
 
 
 def notebook_checks():
-    """``{exercise id: the source of the code cell before its tl.check cell}`` over every notebook."""
+    """``{exercise id: its stub}`` over every notebook: the source of the code cell before its tl.check cell, or of
+    the prediction cell itself (a ``predict`` cell holds its own ``...``)."""
     checks = {}
     for path in NOTEBOOKS:
         cells = [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
-        for before, cell in zip(cells, cells[1:]):
+        for before, cell in zip([None, *cells], cells):
             for exercise_id in CHECK_CALL.findall(cell.source):
                 assert exercise_id not in checks, f"{exercise_id} is checked twice ({path.name})"
-                checks[exercise_id] = before.source
+                predict = "predict" in cell.metadata.get("tags", [])
+                assert predict == is_prediction(exercise_id), f"{exercise_id}: tag 'predict' iff a prediction"
+                checks[exercise_id] = cell.source if predict else before.source
     return checks
 
 
@@ -191,3 +195,49 @@ def test_whole_number_reads_integers_of_every_kind_and_nothing_else():
     assert [whole_number(v) for v in (3, np.int64(4), np.uint8(5), torch.tensor(6))] == [3, 4, 5, 6]
     for not_whole in (True, np.bool_(False), 2.0, np.float32(2), "3", None, [1]):
         assert whole_number(not_whole) is None, not_whole
+
+
+# --- quick predictions: one answer, checked against what torch computes -----------------------------------------
+
+
+def registered_predictions():
+    from tutorial_lib.exercises import _CHECKERS
+
+    return {key: checker.prediction for key, checker in _CHECKERS.items() if hasattr(checker, "prediction")}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(registered_predictions()))
+def test_prediction_accepts_torchs_answer_and_diagnoses_each_listed_mistake(exercise_id):
+    spec = registered_predictions()[exercise_id]
+    truth = spec["truth"]()
+    assert tl.check(exercise_id, truth).status == "correct"
+    for mistake, diagnosis in spec["mistakes"].items():
+        feedback = tl.check(exercise_id, mistake)
+        assert feedback.status == "wrong", f"{mistake!r} is listed as a mistake but torch says it is right"
+        assert diagnosis in feedback.message
+        assert spec["why"] in feedback.hint
+
+
+def test_prediction_compares_words_numbers_and_sequences_and_names_what_is_off():
+    from tutorial_lib.exercises import _CHECKERS, prediction
+
+    try:
+        prediction("test.words", lambda: ("view", "copy"), why="because.", choices=("view", "copy"))
+        prediction("test.strides", lambda: torch.zeros(3, 4).t().stride(), why="t() swaps.", mistakes={(4, 1): "x's"})
+        prediction("test.bytes", lambda: torch.zeros(10).untyped_storage().nbytes(), why="ten float32.")
+        assert tl.check("test.words", [" View", "COPY"]).status == "correct"
+        assert "entry 2" in tl.check("test.words", ["view", "view"]).message
+        assert "'maybe' (entry 1) is not one of the answers" in tl.check("test.words", ["maybe", "copy"]).message
+        assert tl.check("test.strides", torch.Size([1, 4])).status == "correct"
+        assert "x's" in tl.check("test.strides", [4, 1]).message
+        assert tl.check("test.bytes", 40).status == "correct"
+        assert tl.check("test.bytes", "40").status == "wrong"
+        assert tl.check("test.bytes", True).status == "wrong"
+        assert tl.check("test.bytes", ...).status == "not attempted"
+        with pytest.raises(TypeError, match="truth"):
+            prediction("test.bad", 40, why="x")
+        with pytest.raises(ValueError, match="why"):
+            prediction("test.bad", lambda: 40, why=" ")
+    finally:
+        for key in ("test.words", "test.strides", "test.bytes"):
+            _CHECKERS.pop(key, None)

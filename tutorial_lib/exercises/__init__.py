@@ -1,7 +1,9 @@
 """Exercises: checkers that say whether an answer is right and give a hint when it is not.
 
 A notebook calls ``tl.check("ch1.predict_strides", answer)``. Each chapter's module registers its checkers
-with ``@exercise("id")``; a checker takes the learner's answer and returns ``Feedback``. An untouched stub
+with ``@exercise("id")``; a checker takes the learner's answer and returns ``Feedback``. A quick prediction (one
+cell, tagged ``predict``: ``tl.check("ch2.q_transpose", ...)``, the learner writes their guess in place of the
+``...``) is registered with ``prediction(...)``, whose true answer torch computes when the check runs. An untouched stub
 (``answer = ...`` or a function whose body is ``...``, which returns None) gets a friendly "not attempted
 yet", never an error. Reference solutions live in ``tests/``, where they and deliberately wrong answers are
 run through the same checkers.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import dis
 import functools
 import importlib
+import math
 import operator
 from dataclasses import dataclass
 from typing import Callable
@@ -138,6 +141,97 @@ def _function_answer(checker: Callable, example: str) -> Callable:
 
     checked.function_example = example
     return checked
+
+
+def _normalized(answer):
+    """An answer in the one form predictions compare: strings stripped and lower-cased, whole numbers as int,
+    sequences (lists, tuples, ``torch.Size``, tensors, arrays) as tuples of normalized items."""
+    if isinstance(answer, str):
+        return answer.strip().strip("'\"").strip().lower()
+    if isinstance(answer, bool) or type(answer).__name__ == "bool_":
+        return bool(answer)
+    number = whole_number(answer)
+    if number is not None:
+        return number
+    if hasattr(answer, "tolist") and not isinstance(answer, (int, float)):
+        answer = answer.tolist()
+    if isinstance(answer, (list, tuple)):
+        return tuple(_normalized(item) for item in answer)
+    return answer
+
+
+def _same(answer, truth) -> bool:
+    if isinstance(truth, float) and isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        return math.isclose(answer, truth, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(truth, tuple) and isinstance(answer, tuple):
+        return len(answer) == len(truth) and all(_same(a, t) for a, t in zip(answer, truth))
+    return type(answer) is type(truth) and answer == truth
+
+
+def _shown(value) -> str:
+    return repr(value) if not isinstance(value, tuple) else "(" + ", ".join(_shown(v) for v in value) + ")"
+
+
+def prediction(
+    exercise_id: str,
+    truth: Callable[[], object],
+    *,
+    why: str,
+    choices: tuple = (),
+    mistakes: dict | None = None,
+) -> Callable:
+    """Register a quick prediction: one answer, compared with what torch computes when the check runs.
+
+    Args:
+        exercise_id: the id the notebook's ``predict`` cell passes to ``tl.check``.
+        truth: a function that computes the true answer with torch (never a hard-coded value).
+        why: one or two sentences that explain the answer; shown whether the guess was right or wrong.
+        choices: for a word answer, the words allowed (``("view", "copy")``); for a list of words, the words
+            each entry may be. Anything else is answered with the list of choices.
+        mistakes: a diagnosis for each common wrong answer (``{(4, 1): "those are x's own strides ..."}``).
+
+    Returns:
+        The registered checker.
+    """
+    if not callable(truth):
+        raise TypeError(f"truth must be a function that computes the answer with torch, got {type(truth).__name__}")
+    if not isinstance(why, str) or not why.strip():
+        raise ValueError("why must say in a sentence why the true answer is true")
+    allowed = tuple(_normalized(choice) for choice in choices)
+    diagnoses = {_normalized(answer): text for answer, text in (mistakes or {}).items()}
+
+    def checker(answer):
+        guess = _normalized(answer)
+        expected = _normalized(truth())
+        words = guess if isinstance(guess, tuple) else (guess,)
+        if allowed and any(word not in allowed for word in words):
+            bad = next(word for word in words if word not in allowed)
+            options = " or ".join(repr(choice) for choice in allowed)
+            where = f" (entry {words.index(bad) + 1})" if isinstance(guess, tuple) else ""
+            return wrong(f"{bad!r}{where} is not one of the answers: write {options}.", why)
+        if _same(guess, expected):
+            return correct(why)
+        for mistake, diagnosis in diagnoses.items():
+            if _same(guess, mistake):
+                return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}: {diagnosis}", why)
+        if isinstance(expected, tuple) and isinstance(guess, tuple) and len(guess) == len(expected):
+            off = [str(i + 1) for i, (mine, true) in enumerate(zip(guess, expected)) if not _same(mine, true)]
+            entries, verb = ("entry", "is") if len(off) == 1 else ("entries", "are")
+            return wrong(
+                f"{len(off)} of {len(expected)} entries {verb} not what torch says ({entries} {', '.join(off)}); "
+                f"torch says {_shown(expected)}.",
+                why,
+            )
+        return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}.", why)
+
+    checker.prediction = {"truth": truth, "why": why, "choices": tuple(choices), "mistakes": dict(mistakes or {})}
+    return exercise(exercise_id)(checker)
+
+
+def is_prediction(exercise_id: str) -> bool:
+    """Whether ``exercise_id`` is a quick prediction (registered with ``prediction``)."""
+    _load_all()
+    return hasattr(_CHECKERS.get(exercise_id), "prediction")
 
 
 def _load_all() -> None:
