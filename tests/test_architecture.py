@@ -209,6 +209,7 @@ CROSS_CUTTING = {
     "test_architecture.py": "the library's shape (this file)",
     "test_browser.py": "every notebook run in JupyterLab in a browser",
     "test_course_budget.py": "`make course-stats` (.ci/course_stats.py): the core path's budget, first screens, links",
+    "test_gpu_outputs.py": "`.ci/store_gpu_outputs.py` and `make notebooks` keeping a real GPU's outputs",
     "test_dump_pictures.py": "`.ci/dump_pictures.py`, the maintainers' picture-by-picture comparison",
     "test_html.py": "`make html`, the offline reading copy",
     "test_reset_exercises.py": "`make reset-exercises` (.ci/reset_exercises.py)",
