@@ -64,6 +64,73 @@ def test_make_view_rejects_writing_into_x():
     assert "changed its input" in assert_wrong("ch2.make_view", writes).message
 
 
+# --- issue 19: the NumPy bridge is not a view of x; each copy is diagnosed by the op that made it -----------------
+
+
+@pytest.mark.parametrize(
+    "bridge",
+    [
+        lambda x: torch.from_numpy(x.numpy()[:, ::2]),
+        lambda x: torch.as_tensor(x.numpy())[:, ::2],
+        lambda x: torch.from_numpy(x.numpy())[:, ::2],
+    ],
+)
+def test_make_view_rejects_a_numpy_bridge(bridge):
+    # x's bytes under a storage object of its own, with its own version counter: the old checker accepted it
+    # because its matrices all started at offset 0, where same_storage compares equal addresses.
+    feedback = assert_wrong("ch2.make_view", bridge)
+    assert "through a storage of its own" in feedback.message
+    assert "slice x itself" in feedback.hint
+
+
+def test_a_numpy_bridge_has_its_own_version_counter():
+    """Why the bridge is not a view: a write through it does not move x's version counter."""
+    x = torch.arange(12.0).reshape(3, 4)
+    bridge = torch.from_numpy(x.numpy()[:, ::2])
+    assert tl.shares_memory(bridge, x)
+    bridge.add_(1)
+    assert x._version == 0 and x[0, 0] == 1.0
+
+
+def test_make_view_tries_a_matrix_that_starts_at_an_offset():
+    from tutorial_lib.exercises.chapter2 import _make_view_inputs
+
+    assert any(x.storage_offset() > 0 for _, x in _make_view_inputs())
+
+
+@pytest.mark.parametrize("copying", [lambda x: x[:, ::2].contiguous(), lambda x: x[:, ::2].clone()])
+def test_make_view_names_contiguous_and_clone_not_lists(copying):
+    # The old hint spoke of lists of indices to a learner who had called contiguous().
+    feedback = assert_wrong("ch2.make_view", copying)
+    assert "contiguous()" in feedback.hint and "clone()" in feedback.hint
+    assert "list" not in feedback.hint
+
+
+@pytest.mark.parametrize(
+    "copying, cause",
+    [
+        (lambda x: x[:, list(range(0, x.shape[1], 2))], "a list of integers"),
+        (lambda x: x[:, torch.arange(0, x.shape[1], 2)], "a list of integers"),
+        (lambda x: x.index_select(1, torch.arange(0, x.shape[1], 2)), "index_select"),
+        (lambda x: torch.stack([x[:, i] for i in range(0, x.shape[1], 2)], dim=1), "stack and cat"),
+        (lambda x: torch.cat(x.split(1, dim=1)[::2], dim=1), "stack and cat"),
+        (lambda x: x[:, ::2].flatten().view(x.shape[0], -1), "reshape, flatten"),
+        (lambda x: torch.tensor(x.numpy()[:, ::2]), "torch.tensor"),
+    ],
+)
+def test_make_view_names_the_op_that_copied(copying, cause):
+    feedback = assert_wrong("ch2.make_view", copying)
+    assert cause in feedback.hint
+    assert "start:stop:step" in feedback.hint
+
+
+def test_make_view_hint_does_not_call_every_list_advanced_indexing():
+    # Fact-check 00-03 #3: a short list holding 0-dim tensors is unpacked as a tuple of indices, not advanced
+    # indexing. The hint names lists of integers only.
+    feedback = assert_wrong("ch2.make_view", lambda x: x[:, list(range(0, x.shape[1], 2))])
+    assert "any list" not in feedback.hint.lower() and "a list of indices" not in feedback.hint
+
+
 def test_make_view_rejects_non_tensor_and_non_function():
     assert_wrong("ch2.make_view", lambda x: x[:, ::2].tolist())
     assert_wrong("ch2.make_view", "x[:, ::2]")
@@ -175,6 +242,29 @@ def test_predict_malformed_answers(malformed):
     assert "same tensor" in feedback.message
 
 
+@pytest.mark.parametrize(
+    "position, written, named",
+    [
+        (10, "same", "Entry 11 (`x.contiguous()`) is 'same', not a verdict (did you mean 'same tensor'?)"),
+        (0, "views", "Entry 1 (`x[:, 1:3]`) is 'views', not a verdict."),
+        (2, None, "Entry 3 (`x.t().reshape(12)`) is missing"),
+        (4, True, "Entry 5 (`x.index_select(0, torch.tensor([0, 1]))`) is True"),
+    ],
+)
+def test_predict_names_the_entry_that_is_not_a_verdict(position, written, named):
+    # issue 19: "same" instead of "same tensor" got "the answer should be a list of 12 words", nothing more.
+    answer = list(SOLUTION)
+    answer[position] = written
+    feedback = assert_wrong("ch2.predict_view_or_copy", answer)
+    assert named in feedback.message
+
+
+def test_predict_counts_the_other_bad_entries_and_the_length():
+    assert "11 more entries are not verdicts" in assert_wrong("ch2.predict_view_or_copy", ["same"] * 12).message
+    assert "has 10 entries, for 12 expressions" in assert_wrong("ch2.predict_view_or_copy", SOLUTION[:10]).message
+    assert "of type int" in assert_wrong("ch2.predict_view_or_copy", 3).message
+
+
 # --- ch2.inplace_update -------------------------------------------------------------------------------------
 
 
@@ -278,7 +368,6 @@ def test_inplace_update_rejects_hidden_temporaries(allocating):
 @pytest.mark.parametrize(
     "solution",
     [
-        lambda x: torch.from_numpy(x.numpy()[:, ::2]),  # shares x's memory through NumPy: still a view of x
         lambda x: x.movedim(1, 0)[::2].movedim(0, 1),
         lambda x: x.reshape(x.shape)[:, ::2],  # reshape to the same shape is a view, even of the transpose
     ],

@@ -12,7 +12,7 @@ import tracemalloc
 import torch
 
 from ..facts.memory import measure_memory
-from ..facts.ops import view_or_copy
+from ..facts.ops import trace_ops, view_or_copy
 from ..facts.storage import same_storage, shares_memory
 from ..facts.watching import WatcherMode, tensors_in
 from . import correct, exercise, wrong
@@ -33,7 +33,49 @@ def _make_view_inputs():
         ("a transposed (non-contiguous) 3 x 5 matrix", torch.arange(15.0).reshape(5, 3).t()),
         ("a 4 x 1 int64 matrix (a single column)", torch.arange(4).reshape(4, 1)),
         ("a 6 x 7 float64 matrix of random numbers", torch.randn(6, 7, generator=generator, dtype=torch.float64)),
+        # a view that starts at storage offset 5: a bridge's storage then starts at another address than x's
+        ("rows 1 to 3 of a 4 x 5 matrix (a view starting at offset 5)", torch.arange(20.0).reshape(4, 5)[1:]),
     ]
+
+
+#: What the learner's function ran (aten op names) -> why its result is a copy, first match wins.
+_COPY_CAUSES = (
+    (
+        ("index", "index_select", "gather", "take", "masked_select"),
+        "a list of integers, a tensor of indices with at least one dimension or a mask is advanced indexing, and "
+        "index_select, gather and take pick elements the same way: all of them copy. ",
+    ),
+    (
+        ("stack", "cat"),
+        "stack and cat copy their pieces into one new tensor, even when every piece is a view of x. ",
+    ),
+    (
+        ("_unsafe_view",),
+        "reshape, flatten and view_as on data with gaps copy it first (aten clone, then a view of the clone): "
+        "every other column of x has gaps. ",
+    ),
+    (
+        ("clone",),
+        "clone() copies, and so does contiguous() when the tensor is not contiguous: every other column of x "
+        "skips a column, so contiguous() copies it. The strided slice itself is already what you want. ",
+    ),
+    (
+        ("_to_copy",),
+        "torch.tensor(...), .to() and the dtype conversions copy into new memory. ",
+    ),
+)
+_VIEW_HINT = "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides."
+
+
+def _why_a_copy(fn, x) -> str:
+    """The hint for an answer whose result is a copy: named after the aten op that made the new memory."""
+    with trace_ops() as ops:
+        fn(x)
+    ran = {op.name.removeprefix("aten::") for op in ops}
+    for names, cause in _COPY_CAUSES:
+        if ran.intersection(names):
+            return cause + _VIEW_HINT
+    return "the result must read x's own storage. " + _VIEW_HINT
 
 
 @exercise("ch2.make_view", function="def every_other_column(x): ...")
@@ -57,12 +99,19 @@ def check_make_view(fn):
                 f"{tuple(expected.shape)}" + (" and other values." if result.shape == expected.shape else "."),
                 "keep every row and take every second column, starting with column 0 (dimension 1 is the columns).",
             )
+        if shares_memory(result, x) and result.untyped_storage()._cdata != x.untyped_storage()._cdata:
+            # torch.from_numpy(x.numpy()[:, ::2]), say: x's bytes under a storage object of its own, whose
+            # version counter is not x's (same_storage alone is fooled when both storages start at one address)
+            return wrong(
+                f"for {description} the result reads x's memory, but through a storage of its own (torch.from_numpy "
+                "and other bridges make one), so it is not a view of x: x's version counter does not see writes "
+                "through it.",
+                "stay in torch: slice x itself. " + _VIEW_HINT,
+            )
         if not shares_memory(result, x) or not same_storage(result, x):
             return wrong(
                 f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
-                "a list of indices, or a tensor of indices with at least one dimension, is advanced indexing, which "
-                "copies. "
-                "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides.",
+                _why_a_copy(fn, x),
             )
     return correct(
         "same values as the advanced-indexing version, but a view: it reads x's own storage (the column stride "
@@ -113,31 +162,43 @@ def predict_truth() -> list[str]:
     return [row.verdict for row in report]
 
 
-def _normalise(answer) -> list[str] | None:
+def _verdict_word(item) -> str | None:
+    """A verdict as the checker compares it: lower case, single spaces, "_" and "-" read as spaces."""
+    if not isinstance(item, str):
+        return None
+    return " ".join(item.replace("_", " ").replace("-", " ").lower().split())
+
+
+def _read_answer(answer) -> tuple[list[str] | None, str]:
+    """The learner's verdicts as words, or None and what is wrong with the answer's form: which entry is not a
+    verdict (the first one, and how many more), or how many entries there are."""
     expressions = list(PREDICT_EXPRESSIONS)
     if isinstance(answer, dict):
         answer = [answer.get(expression) for expression in expressions]
-    if isinstance(answer, str) or not isinstance(answer, (list, tuple)) or len(answer) != len(expressions):
-        return None
-    words = []
-    for item in answer:
-        if not isinstance(item, str):
-            return None
-        word = " ".join(item.replace("_", " ").replace("-", " ").lower().split())
-        if word not in VERDICTS:
-            return None
-        words.append(word)
-    return words
+    if isinstance(answer, str) or not isinstance(answer, (list, tuple)):
+        return None, f"Your answer is of type {type(answer).__name__}, not a list."
+    if len(answer) != len(expressions):
+        return None, f"Your list has {len(answer)} entries, for {len(expressions)} expressions."
+    words = [_verdict_word(item) for item in answer]
+    bad = [i for i, word in enumerate(words) if word not in VERDICTS]
+    if not bad:
+        return words, ""
+    first, item, word = bad[0], answer[bad[0]], words[bad[0]]
+    said = "missing" if item is None else repr(item)
+    close = [verdict for verdict in VERDICTS if word and verdict.startswith(word)]
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    more = f" {len(bad) - 1} more entries are not verdicts either." if len(bad) > 1 else ""
+    return None, f"Entry {first + 1} (`{expressions[first]}`) is {said}, not a verdict{meant}.{more}"
 
 
 @exercise("ch2.predict_view_or_copy")
 def check_predict_view_or_copy(answer):
     count = len(PREDICT_EXPRESSIONS)
-    words = _normalise(answer)
+    words, problem = _read_answer(answer)
     if words is None:
         return wrong(
-            f'the answer should be a list of {count} words, each "view", "copy" or "same tensor", in the order '
-            "of the expressions.",
+            f'{problem} The answer should be a list of {count} words, each "view", "copy" or "same tensor", in '
+            "the order of the expressions.",
             'e.g. answer = ["view", "copy", "same tensor", ...] with one entry per expression.',
         )
     truth = predict_truth()
