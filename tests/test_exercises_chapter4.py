@@ -604,3 +604,141 @@ def test_independent_copy_hint_names_the_operation_autograd_recorded():
     )
     cloned = assert_wrong("ch4.independent_copy", lambda x: x.clone())
     assert "clone() is recorded by autograd (CloneBackward0)" in cloned.hint
+
+
+# --- fixes after the course review of 2026-11-27 (issue 19; fact-check 04-07 F11, F12; learner review) ------------
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "RuntimeError: Inference tensors do not track version counter.",  # the solution's own quote, pasted
+        "raises: inference tensors have no version counter",
+        "Inference tensors do not track version counter.",  # torch's message without its class
+        "raises RuntimeError: Inference tensors do not track version counter",
+    ],
+)
+def test_predict_modes_accepts_a_right_answer_that_quotes_the_error(pasted):
+    # F11: any "no"/"not" anywhere used to make the entry unreadable, and the learner was told the answer's format
+    assert_correct("ch4.predict_modes", (1, 2, pasted))
+
+
+@pytest.mark.parametrize("negated", ["no error", "doesn't raise", "it does not raise", "not an error", UserWarning])
+def test_predict_modes_tells_does_not_raise_apart_and_points_at_b(negated):
+    # "reading b._version does not raise" is a prediction about b, not a malformed entry
+    assert "inference tensor" in assert_wrong("ch4.predict_modes", (1, 2, negated)).hint
+
+
+def test_predict_modes_names_the_entry_it_cannot_read():
+    assert "entry 3 ('maybe')" in assert_wrong("ch4.predict_modes", (1, 2, "maybe")).message
+
+
+def sgd_step_data_then_dummy_write(w, lr):
+    w.data -= lr * w.grad
+    with torch.no_grad():
+        w.mul_(1)  # moves the counter, changes nothing
+    return w
+
+
+def sgd_step_numpy_then_dummy_write(w, lr):
+    with torch.no_grad():
+        w.mul_(1)
+    values = w.detach().numpy()
+    values -= lr * w.grad.numpy()
+    return w
+
+
+def sgd_step_storage_copy_then_dummy_write(w, lr):
+    w.untyped_storage().copy_((w.detach() - lr * w.grad).untyped_storage())
+    with torch.no_grad():
+        w.add_(0)
+    return w
+
+
+def sgd_step_fused_then_dummy_write(w, lr):
+    torch.optim.SGD([w], lr=lr, fused=True).step()  # the fused kernel does not move the counter
+    with torch.no_grad():
+        w.mul_(1)
+    return w
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        sgd_step_data_then_dummy_write,
+        sgd_step_numpy_then_dummy_write,
+        sgd_step_storage_copy_then_dummy_write,
+        sgd_step_fused_then_dummy_write,
+    ],
+)
+def test_safe_update_rejects_an_uncounted_update_hidden_by_a_dummy_inplace_op(answer):
+    # F12: the checker only looked at whether w._version moved, so any counted no-op passed with a .data update
+    feedback = assert_wrong("ch4.safe_update", answer)
+    assert "not because of the update" in feedback.message
+    assert "w.detach()" in feedback.hint
+
+
+def sgd_step_foreach(w, lr):
+    torch.optim.SGD([w], lr=lr, foreach=True).step()  # a _foreach_ op, whose counter the watcher must keep moving
+    return w
+
+
+def sgd_step_detach_then_zero_grad(w, lr):
+    w.detach().sub_(lr * w.grad)
+    w.grad.zero_()
+    return w
+
+
+@pytest.mark.parametrize("solution", [sgd_step_foreach, sgd_step_detach_then_zero_grad])
+def test_safe_update_still_accepts_counted_updates(solution):
+    assert_correct("ch4.safe_update", solution)
+
+
+def test_predict_grad_names_the_misread_term_of_5x():
+    # the learner review got "that is not what backward() computes" for [5, 10, 15]
+    feedback = assert_wrong("ch4.predict_grad", [5.0, 10.0, 15.0])
+    assert "5x" in feedback.message and "z * z" in feedback.message
+    assert "constant" in feedback.hint
+
+
+@pytest.mark.parametrize(
+    "answer, term",
+    [([6.0, 12.0, 18.0], "z * z"), ([4.0, 8.0, 12.0], "x * x"), ([1.0, 2.0, 3.0], "clone"), ([2.0, 4.0, 6.0], "x * z")],
+)
+def test_predict_grad_names_each_misread_term(answer, term):
+    assert term in assert_wrong("ch4.predict_grad", answer).message
+
+
+def test_predict_grad_says_an_answer_that_is_no_multiple_of_x_cannot_be_right():
+    assert "whole multiple of x" in assert_wrong("ch4.predict_grad", [3.0, 6.0, 8.0]).hint
+
+
+# --- quick predictions ------------------------------------------------------------------------------------------
+
+
+def test_the_predictions_truths_are_what_the_chapter_says():
+    from tutorial_lib.exercises import chapter4
+
+    assert chapter4.shares_memory_answers() == ("no", "yes", "yes", "yes")
+    assert chapter4.grads_through_clone_and_detach() == ("w", "None")
+    assert chapter4.versions_after_a_write_through_a_view() == (1, 1, 0)
+    assert chapter4.backward_after_an_edit() == ("runs", "raises")
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer",
+    [
+        ("ch4.q_shares_memory", ["No", "yes", "YES", "yes"]),
+        ("ch4.q_grads", ("w", "none")),
+        ("ch4.q_versions", [1, 1, 0]),
+        ("ch4.q_versions", np.array([1, 1, 0])),
+        ("ch4.q_data_or_detach", ("Runs", "raises")),
+    ],
+)
+def test_predictions_accept_other_spellings_of_the_right_answer(exercise_id, answer):
+    assert_correct(exercise_id, answer)
+
+
+def test_predictions_name_the_entry_that_is_off():
+    assert "entry 3" in assert_wrong("ch4.q_shares_memory", ("no", "yes", "no", "yes")).message
+    assert "'copy'" in assert_wrong("ch4.q_shares_memory", ("no", "copy", "yes", "yes")).message
