@@ -130,6 +130,22 @@ def test_chain_rule_wrong(answer, word):
     assert word in assert_wrong("ch3.chain_rule", answer).hint
 
 
+def test_chain_rule_never_quotes_a_point_where_the_answer_matches():
+    """Fact-check 00-03 #14: the constant that is right at (2, 3) was shown '-1.726788; autograd gives -1.726788'
+    under 'Not yet'. The message now quotes a point where the two differ and says where it matched."""
+    import re
+
+    message = assert_wrong("ch3.chain_rule", lambda x1, x2: -1.726788428).message
+    got, truth = re.search(r"your function gives (\S+); autograd gives (\S+)\.", message).groups()
+    assert got != truth, message
+    assert "matched autograd only at (2, 3), 1 of the 5 points" in message
+
+
+def test_chain_rule_wrong_everywhere_says_nothing_about_matching():
+    message = assert_wrong("ch3.chain_rule", lambda x1, x2: math.cos(x2) / (x1 * x2)).message
+    assert "x1=2.0, x2=3.0" in message and "matched" not in message
+
+
 def test_chain_rule_wrong_types():
     assert_wrong("ch3.chain_rule", -1.7267884)  # a number, not a function
     assert_wrong("ch3.chain_rule", lambda x1, x2: "minus 1.73")
@@ -327,6 +343,42 @@ def test_freeze_wrong(answer, word):
 
 def test_freeze_rejects_a_non_function():
     assert_wrong("ch3.freeze", nn.Linear(2, 2).parameters())
+
+
+def test_freeze_answers_a_huge_returned_tensor_at_once():
+    """Fuzz report C3: the checker ran list() over a returned tensor (10**7 elements: 11 s and 6 GB; 10**9: killed
+    for memory). A tensor is now refused before anything is iterated."""
+    import time
+
+    start = time.perf_counter()
+    feedback = assert_wrong("ch3.freeze", lambda model: torch.zeros(1).expand(10**9))
+    assert time.perf_counter() - start < 1.0
+    assert "returned a tensor of shape (1000000000,), not a list of parameters" in feedback.message
+    parameter = assert_wrong("ch3.freeze", lambda model: freeze_all_but_last(model)[0])
+    assert "an nn.Parameter" in parameter.message
+
+
+class CountingIterable:
+    """An iterable of many items that counts how many were taken from it."""
+
+    def __init__(self, length):
+        self.length, self.taken = length, 0
+
+    def __iter__(self):
+        for _ in range(self.length):
+            self.taken += 1
+            yield nn.Parameter(torch.zeros(1))
+
+
+def test_freeze_reads_no_more_of_a_returned_iterable_than_it_needs():
+    long_iterable = CountingIterable(10**6)
+
+    def freeze_returning_a_long_iterable(model):
+        freeze_all_but_last(model)
+        return long_iterable
+
+    assert "parameters instead of" in assert_wrong("ch3.freeze", freeze_returning_a_long_iterable).message
+    assert long_iterable.taken == 7  # the first model has 6 parameters: one item more is enough to know
 
 
 # --- ch3.inference ------------------------------------------------------------------------------------------
@@ -549,6 +601,40 @@ def test_inference_names_the_saved_tensors_of_a_detached_forward():
     assert "saved" in assert_wrong("ch3.inference", predict_eval_then_detach).message
 
 
+def predict_after_a_warm_up_call(model, x):
+    # a call with recording on to read the output's shape, then the right prediction under no_grad
+    was_training = model.training
+    model(x[:2]).shape
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+    model.train(was_training)
+    return out
+
+
+def test_inference_blames_the_warm_up_call_not_a_detach():
+    """Fact-check 00-03 #18: a warm-up call with recording on was told its output 'was cut off afterwards' and that
+    `.detach()` does not stop the recording; the answer has no `.detach()`."""
+    feedback = assert_wrong("ch3.inference", predict_after_a_warm_up_call)
+    assert "cut off" not in feedback.message and "detach" not in feedback.hint
+    assert "1 other call of the model ran with recording on" in feedback.message
+    assert "extra call" in feedback.hint
+
+
+def predict_cloned_and_detached(model, x):
+    was_training = model.training
+    model.eval()
+    out = model(x).clone().detach()  # recorded, then copied out of the graph
+    model.train(was_training)
+    return out
+
+
+def test_inference_a_recorded_pass_copied_out_is_still_a_recorded_pass():
+    feedback = assert_wrong("ch3.inference", predict_cloned_and_detached)
+    assert "the recording, its time and its memory were spent" in feedback.message
+    assert "does not undo its recording" in feedback.hint
+
+
 # --- ch3.average_loss ---------------------------------------------------------------------------------------
 
 F = nn.functional
@@ -703,6 +789,22 @@ def test_average_loss_leak_message_gives_bytes_per_batch():
     assert "more per batch" in message and "every batch's graph" in message
 
 
+def average_loss_concatenated(model, batches):
+    # no graph, but every batch at once: the concatenation and one big forward pass grow with the batches
+    with torch.no_grad():
+        inputs = torch.cat([inputs for inputs, _ in batches])
+        targets = torch.cat([targets for _, targets in batches])
+        return F.mse_loss(model(inputs), targets).item()
+
+
+def test_average_loss_growth_without_a_graph_is_not_blamed_on_a_graph():
+    """Fact-check 00-03 #18: concatenating the batches under no_grad was told that 'a loss tensor that you keep
+    keeps its whole graph'; no graph was recorded."""
+    feedback = assert_wrong("ch3.average_loss", average_loss_concatenated)
+    assert "No graph was recorded" in feedback.message and "graph" not in feedback.hint
+    assert "one batch at a time" in feedback.hint
+
+
 def test_average_loss_rejects_non_function():
     assert_wrong("ch3.average_loss", 1.25)
 
@@ -721,3 +823,28 @@ def average_loss_leaking_in_a_thread(model, batches):
 def test_average_loss_rejects_work_measure_memory_cannot_see():
     feedback = assert_wrong("ch3.average_loss", average_loss_leaking_in_a_thread)
     assert "thread" in feedback.message and "calling thread" in feedback.hint
+
+
+# --- quick predictions --------------------------------------------------------------------------------------
+# test_exercises.py runs every prediction with its truth and each listed mistake; these pin the truths themselves.
+
+
+def test_predictions_truths_are_the_chapters_numbers():
+    from tutorial_lib.exercises import _CHECKERS
+
+    tl.exercise_ids()
+    truths = {key: _CHECKERS[key].prediction["truth"]() for key in ("ch3.q_nodes", "ch3.q_saved", "ch3.q_grad")}
+    assert truths == {
+        "ch3.q_nodes": 4,
+        "ch3.q_saved": ("result", "input", "nothing", "result"),
+        "ch3.q_grad": ("tensor", "tensor", "none", "none"),
+    }
+    bytes_left = _CHECKERS["ch3.q_bytes_left"].prediction["truth"]()
+    assert bytes_left == ("activations", "output", "output", "activations", "output", "output")
+
+
+def test_q_saved_reads_what_autograd_saved():
+    from tutorial_lib.exercises.chapter3 import saved_kind
+
+    x = torch.randn(3, requires_grad=True)
+    assert [saved_kind(r) for r in (x.sigmoid(), x.log(), x.sum())] == ["result", "input", "nothing"]
