@@ -265,6 +265,23 @@ def test_predict_counts_the_other_bad_entries_and_the_length():
     assert "of type int" in assert_wrong("ch2.predict_view_or_copy", 3).message
 
 
+# --- quick predictions: the truths the chapter's prose quotes -----------------------------------------------------
+
+
+def test_quick_prediction_truths_are_what_the_chapter_says():
+    from tutorial_lib.exercises import _CHECKERS
+
+    truths = {key: _CHECKERS[key].prediction["truth"]() for key in _CHECKERS if key.startswith("ch2.q_")}
+    assert truths == {
+        "ch2.q_index": ("view", "copy"),
+        "ch2.q_chained": 0.0,
+        "ch2.q_reshape": ("view", "copy"),
+        "ch2.q_ops": ("view", "view", "copy", "copy"),
+        "ch2.q_add_peak": (4000, 4000, 0),
+        "ch2.q_copy": ("yes", "no"),
+    }
+
+
 # --- ch2.inplace_update -------------------------------------------------------------------------------------
 
 
@@ -522,3 +539,50 @@ def test_inplace_update_names_a_y_plus_x_temporary_only_when_one_that_big_was_al
     assert "allocated 4 bytes" in small.message and "size of y + x" not in small.message
     big = assert_wrong("ch2.inplace_update", lambda y, x: y.copy_(y + x))
     assert "(a temporary the size of y + x)" in big.message
+
+
+# --- the chapter's text: claims the fact-checks broke must not come back -------------------------------------------
+
+CHAPTER_2_NOTEBOOKS = [
+    "notebooks/02_tell_views_from_copies.ipynb",
+    "notebooks/deep_dives/which_operations_return_views_and_which_copy.ipynb",
+    "notebooks/deep_dives/which_indexes_give_a_view_and_which_a_copy.ipynb",
+    "notebooks/deep_dives/when_does_y_plus_equals_x_allocate_or_raise.ipynb",
+    "notebooks/deep_dives/which_numpy_conversions_share_memory.ipynb",
+    "notebooks/deep_dives/what_do_copy_copy_and_copy_deepcopy_share.ipynb",
+]
+
+
+def chapter_2_text(kind):
+    import nbformat
+    from scripts import ROOT
+
+    return "\n".join(
+        cell.source
+        for path in CHAPTER_2_NOTEBOOKS
+        for cell in nbformat.read(ROOT / path, as_version=4).cells
+        if cell.cell_type == kind
+    )
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        "any list of indices",  # fact-check 00-03 #3: a short list holding 0-dim tensors is read as a tuple
+        "lists of indices",
+        "a 1-element list is still advanced indexing",
+        "does what it takes short of changing the dtype",  # #13: sparse and meta tensors raise too
+        "the same memory exactly is fine:",  # 00-03 #5: true for +=, but the index ops refuse exact overlap
+    ],
+)
+def test_a_broken_claim_does_not_come_back(old_claim):
+    assert old_claim not in " ".join(chapter_2_text("markdown").lower().split())
+
+
+def test_no_view_or_copy_verdict_is_shown_for_copy_copy():
+    # Fact-check 00-03 #4: tl.view_or_copy calls copy.copy(x) a view; the chapter must not rely on that verdict.
+    import re
+
+    code = chapter_2_text("code")
+    for call in re.findall(r"tl\.(?:op_table|view_or_copy)\((.*?)\)\n", code, re.DOTALL):
+        assert "copy.copy" not in call

@@ -15,7 +15,7 @@ from ..facts.memory import measure_memory
 from ..facts.ops import trace_ops, view_or_copy
 from ..facts.storage import same_storage, shares_memory
 from ..facts.watching import WatcherMode, tensors_in
-from . import correct, exercise, wrong
+from . import correct, exercise, prediction, wrong
 
 # --- ch2.make_view --------------------------------------------------------------------------------------
 
@@ -332,3 +332,150 @@ def check_inplace_update(fn):
         "y was updated in its own memory (same data pointer) with 0 bytes allocated, even as a strided view and "
         "with broadcasting."
     )
+
+
+# --- quick predictions (one answer each, computed by torch when the check runs) ------------------------------
+
+
+def _verdict(result: torch.Tensor, x: torch.Tensor) -> str:
+    return "view" if shares_memory(result, x) else "copy"
+
+
+def _index_truth() -> tuple[str, str]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return _verdict(x[::2], x), _verdict(x[[0, 2]], x)
+
+
+prediction(
+    "ch2.q_index",
+    _index_truth,
+    why="x[::2] is basic slicing: a view with row stride 8. x[[0, 2]] has a list of integers inside the brackets: "
+    "advanced indexing, which copies, even when the indices are evenly spaced.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view"): "PyTorch does not look at whether a list of indices is evenly spaced; a list means a copy.",
+        ("copy", "copy"): "a slice with a step only changes the offset and the strides: x[::2] reads x's memory.",
+        ("copy", "view"): "it is the other way round: the slice views, the list copies.",
+    },
+)
+
+
+def _chained_truth() -> float:
+    x = torch.zeros(3, 4)
+    x[[0, 1]][0] = 5.0
+    return x[0, 0].item()
+
+
+prediction(
+    "ch2.q_chained",
+    _chained_truth,
+    why="x[[0, 1]] reads a copy of rows 0 and 1; the [0] = 5.0 then writes into that copy, which is thrown away.",
+    mistakes={5.0: "the first pair of brackets made a copy, and the write landed in the copy, not in x."},
+)
+
+
+def _reshape_truth() -> tuple[str, str]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return _verdict(x.reshape(6, 2), x), _verdict(x.t().reshape(6, 2), x)
+
+
+prediction(
+    "ch2.q_reshape",
+    _reshape_truth,
+    why="reshape returns a view when strides over the existing storage can describe the new shape, and a copy "
+    "otherwise. x is contiguous, so x.reshape(6, 2) is a view. Reading x.t() row by row visits cells 0, 4, 8, 1, …: "
+    "no strides give that order in 6 x 2, so it copies.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view"): "reshape is not always a view: it copies when the layout cannot be described by strides.",
+        ("copy", "copy"): "reshape of a contiguous tensor is a view: nothing needs to move.",
+        ("copy", "view"): "it is the other way round: the contiguous x gives the view.",
+    },
+)
+
+#: The shape and selection operations of the quick prediction ch2.q_ops, on x = torch.arange(12.).reshape(3, 4).
+OPS_EXPRESSIONS = {
+    "x.t()": lambda x: x.t(),
+    "x[0].expand(3, 4)": lambda x: x[0].expand(3, 4),
+    "x.index_select(0, torch.tensor([0, 2]))": lambda x: x.index_select(0, torch.tensor([0, 2])),
+    "x.flip(0)": lambda x: x.flip(0),
+}
+
+
+def _ops_truth() -> tuple[str, ...]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return tuple(_verdict(run(x), x) for run in OPS_EXPRESSIONS.values())
+
+
+prediction(
+    "ch2.q_ops",
+    _ops_truth,
+    why="t() swaps two strides and expand gives a dimension stride 0: both only change how x's memory is read. "
+    "index_select gathers chosen rows into new memory, and flip would need a negative stride, which PyTorch "
+    "does not have: both copy.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view", "view", "view"): "index_select and flip copy: no single offset and stride per dimension "
+        "reaches their elements in x's memory.",
+        ("copy", "copy", "copy", "copy"): "t() and expand only change strides: they read x's memory.",
+        ("view", "copy", "copy", "copy"): "expand writes nothing: it repeats row 0 by giving it stride 0.",
+        ("view", "view", "view", "copy"): "index_select picks rows like indexing with a tensor of indices: a copy.",
+    },
+)
+
+
+def _rebind(x, y):
+    y = x + y  # noqa: F841 - the statement of the prediction: a new tensor, bound to the local name
+
+
+def _write_through_temporary(x, y):
+    y[:] = x + y
+
+
+def _add_in_place(x, y):
+    y += x
+
+
+def _add_peak_truth() -> tuple[int, int, int]:
+    """Peak bytes of ``y = x + y``, ``y[:] = x + y`` and ``y += x`` on 1,000 float32 each."""
+    peaks = []
+    for statement in (_rebind, _write_through_temporary, _add_in_place):
+        x, y = torch.ones(1000), torch.ones(1000)
+        with measure_memory() as memory:
+            statement(x, y)
+        peaks.append(memory.peak)
+    return tuple(peaks)
+
+
+prediction(
+    "ch2.q_add_peak",
+    _add_peak_truth,
+    why="x + y computes into a new 4,000-byte tensor: y = x + y keeps it, y[:] = x + y copies it into y and "
+    "frees it. y += x adds straight into y's memory.",
+    mistakes={
+        (4000, 0, 0): "y[:] = x + y computes x + y first, into a temporary as large as y; only then is it copied.",
+        (0, 0, 0): "y = x + y makes a new tensor for the sum and moves the name y to it.",
+        (4000, 4000, 4000): "y += x runs add_, which writes the sum into y's own memory.",
+        (0, 4000, 0): "y = x + y makes a new tensor for the sum and moves the name y to it.",
+    },
+)
+
+
+def _copy_truth() -> tuple[str, str]:
+    import copy
+
+    x = torch.arange(6.0)
+    return tuple("yes" if shares_memory(other, x) else "no" for other in (copy.copy(x), copy.deepcopy(x)))
+
+
+prediction(
+    "ch2.q_copy",
+    _copy_truth,
+    why="copy.copy makes a new tensor object over x's storage. copy.deepcopy copies the numbers into new memory.",
+    choices=("yes", "no"),
+    mistakes={
+        ("no", "no"): "copy.copy copies only the tensor object, not the numbers: it reads x's memory.",
+        ("yes", "yes"): "copy.deepcopy copies the numbers into new memory.",
+        ("no", "yes"): "it is the other way round: the shallow copy shares, the deep copy does not.",
+    },
+)
