@@ -11,7 +11,15 @@ import torch
 from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
-from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
+from tutorial_lib.exercises.chapter7 import (
+    SAME_OBJECT_CALLS,
+    child_write_reaches_parent,
+    dtypes_after_module_to,
+    same_object_truth,
+    same_or_new,
+    saved_size,
+    slice_file_bytes,
+)
 
 # --- ch7.save_small -----------------------------------------------------------------------------------------
 
@@ -60,6 +68,22 @@ def test_save_small_rejects_contiguous_with_its_own_hint():
 )
 def test_save_small_rejects_other_mistakes(wrong_answer):
     assert_wrong("ch7.save_small", wrong_answer)
+
+
+def test_save_small_tells_a_deep_copy_that_it_duplicated_the_whole_storage():
+    # fact-check 04-07 F16: the hint said "the tensor you save still uses the big tensor's storage" and blamed
+    # contiguous(), but copy.deepcopy of a view copies the whole storage into a new one.
+    import copy
+
+    feedback = assert_wrong("ch7.save_small", copy.deepcopy)
+    assert "duplicated the whole" in feedback.message and "deepcopy" in feedback.message
+    assert "piece.clone()" in feedback.hint
+    assert "still uses the big tensor's storage" not in feedback.hint and "contiguous()" not in feedback.hint
+
+
+def test_save_small_keeps_the_shared_storage_hint_for_a_view():
+    feedback = assert_wrong("ch7.save_small", lambda piece: piece.detach())
+    assert "still uses the big tensor's storage" in feedback.hint and "duplicated" not in feedback.message
 
 
 def test_save_small_rejects_a_non_function():
@@ -510,3 +534,32 @@ def test_module_to_a_frozen_parameter_is_wrong_for_the_true_reason():
     assert "requires_grad=False keeps an optimizer from moving it" in feedback.message
     assert "would train it" not in feedback.message
     assert "requires_grad=False" not in assert_wrong("ch7.module_to", ParameterNormalizer).message
+
+
+# --- the core chapter's quick predictions: what torch computes is what the chapter says ------------------------
+
+
+def test_quick_predictions_compute_what_the_chapter_teaches():
+    assert same_or_new() == ("same", "new", "new")
+    assert dtypes_after_module_to() == ("float64", "float64", "float32")
+    assert child_write_reaches_parent() == "changed"
+    assert slice_file_bytes() == 4_000_000
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, words",
+    [
+        ("ch7.q_same_object", ("new", "new", "new"), "nothing is allocated"),
+        ("ch7.q_same_object", ("same", "new", "same"), "copy=True forces"),
+        ("ch7.q_plain_attribute", ("float64", "float64", "float64"), "plain attribute"),
+        ("ch7.q_child_write", "unchanged", "shared memory"),
+        ("ch7.q_slice_bytes", 40, "does not cut a storage"),
+    ],
+)
+def test_quick_predictions_name_the_mistake(exercise_id, answer, words):
+    assert words in assert_wrong(exercise_id, answer).message
+
+
+def test_quick_prediction_of_entries_names_the_one_that_is_off():
+    feedback = assert_wrong("ch7.q_plain_attribute", ("float32", "float64", "float32"))
+    assert "entry 1" in feedback.message
