@@ -403,3 +403,45 @@ def test_the_threaded_original_would_pass_on_its_figures_alone():
 
 def test_reduce_peak_rejects_a_non_function():
     assert_wrong("ch6.reduce_peak", torch.zeros(3))
+
+
+# --- quick predictions: what torch computes is what the chapter's text says -----------------------------------
+
+
+def test_prediction_truths_are_what_the_chapter_says():
+    from tutorial_lib.exercises import _CHECKERS
+
+    truths = {key: _CHECKERS[key].prediction["truth"]() for key in _CHECKERS if key.startswith("ch6.q_")}
+    assert truths == {
+        "ch6.q_relu_bytes": (4_000_000, 0),  # out of place: one x-sized tensor; in place: nothing
+        "ch6.q_sum_peak": "peak",  # the temporary x * 2 counts in the peak only
+        "ch6.q_step_parts": (1, 2),  # gradients 1 P, Adam's two moments 2 P (plus 4 B per tensor)
+        "ch6.q_checkpoint": "input",  # checkpoint keeps the block's input, recomputes the hidden output
+        "ch6.q_autocast": "no",  # for a batch of 512 autocast's bfloat16 copies outweigh the halved activations
+    }
+
+
+def test_without_checkpoint_a_block_keeps_its_input_and_its_hidden_output():
+    from tutorial_lib.exercises.chapter6 import _checkpoint_keeps
+
+    assert _checkpoint_keeps(use_checkpoint=False) == "both"
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, words",
+    [
+        ("ch6.q_relu_bytes", (4_000_000, 4_000_000), "relu_ writes into x's own storage"),
+        ("ch6.q_relu_bytes", [1_000_000, 0], "each float32 value takes 4 bytes"),
+        ("ch6.q_sum_peak", "both", "only the 4-byte sum is left"),
+        ("ch6.q_step_parts", (1, 1), "two tensors per parameter"),
+        ("ch6.q_checkpoint", "hidden", "the other way round"),
+        ("ch6.q_autocast", "yes", "copies of the weights and the input"),
+    ],
+)
+def test_prediction_mistakes_are_diagnosed(exercise_id, answer, words):
+    assert words in assert_wrong(exercise_id, answer).message
+
+
+def test_predictions_name_the_wrong_entry_of_a_pair():
+    assert "entry 2" in assert_wrong("ch6.q_step_parts", (1, 5)).message
+    assert "not one of the answers" in assert_wrong("ch6.q_checkpoint", "output").message
