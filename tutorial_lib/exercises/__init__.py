@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 _CHECKERS: dict[str, Callable] = {}
-_CHAPTER_MODULES = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
+_CHAPTER_MODULES = ("chapter0", "chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
 
 CORRECT, WRONG, NOT_ATTEMPTED = "correct", "wrong", "not attempted"
 
