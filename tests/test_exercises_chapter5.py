@@ -16,7 +16,16 @@ from exercise_asserts import assert_correct, assert_wrong
 import tutorial_lib as tl
 from tutorial_lib.exercises import chapter5
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK = NOTEBOOKS / "05_use_inplace_operations_safely.ipynb"
+DEEP_DIVES = NOTEBOOKS / "deep_dives"
+BUGS_DIVE = DEEP_DIVES / "which_inplace_bugs_are_common_and_how_do_you_fix_each.ipynb"
+PLAIN_DIVE = DEEP_DIVES / "how_do_you_find_an_inplace_bug_with_plain_pytorch.ipynb"
+MEMORY_DIVE = DEEP_DIVES / "does_inplace_save_memory_once_autograd_records_it.ipynb"
+
+
+def notebook_text(path):
+    return "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
 
 
 # --- the truths behind the checkers ---------------------------------------------------------------------------
@@ -39,10 +48,18 @@ def test_culprit_program_has_one_stale_node_and_backward_raises():
     assert chapter5.backward_raises(chapter5.CULPRIT_PROGRAM)
 
 
-def test_notebook_shows_the_checked_programs_verbatim():
-    notebook = json.loads(NOTEBOOK.read_text())
-    text = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
-    for source in [*chapter5.PREDICT_PROGRAMS.values(), chapter5.CULPRIT_PROGRAM, chapter5.CHANGING_LINE_PROGRAM]:
+@pytest.mark.parametrize(
+    "path, sources",
+    [
+        (NOTEBOOK, [chapter5.CHANGING_LINE_PROGRAM, chapter5.VERSIONS_PROGRAM, chapter5.MESSAGE_PROGRAM]),
+        (BUGS_DIVE, list(chapter5.PREDICT_PROGRAMS.values())),
+        (PLAIN_DIVE, [chapter5.CULPRIT_PROGRAM]),
+    ],
+    ids=["core", "bugs dive", "plain-pytorch dive"],
+)
+def test_notebooks_show_the_checked_programs_verbatim(path, sources):
+    text = notebook_text(path)
+    for source in sources:
         assert source in text
 
 
@@ -84,6 +101,24 @@ def test_predict_error_hint_names_the_first_wrong_program():
     answer[4] = not answer[4]
     feedback = assert_wrong("ch5.predict_error", answer)
     assert "program E" in feedback.message
+
+
+def test_predict_error_names_every_wrong_program_and_explains_each():
+    """Issue 19: with B and E wrong, the old checker said '6 of 8 right; program B is one you got wrong'."""
+    answer = reference_predictions()
+    answer[1], answer[4] = False, False  # B and E: "works"
+    feedback = assert_wrong("ch5.predict_error", answer)
+    assert "2 of 8 wrong: programs B and E" in feedback.message
+    assert "you said backward() works for B and E" in feedback.message
+    assert "B: " + chapter5._PREDICT_HINTS["B"] in feedback.hint
+    assert "E: " + chapter5._PREDICT_HINTS["E"] in feedback.hint
+
+
+def test_predict_error_names_wrong_programs_both_ways_and_caps_the_hints():
+    feedback = assert_wrong("ch5.predict_error", [not item for item in reference_predictions()])
+    assert "8 of 8 wrong: programs A, B, C, D, E, F, G and H" in feedback.message
+    assert "raises for A, C, G and H and works for B, D, E and F" in feedback.message
+    assert "Check D, E, F, G and H with tl.inplace_hazards(loss)." in feedback.hint
 
 
 # --- ch5.fix_residual -------------------------------------------------------------------------------------------
@@ -155,6 +190,46 @@ def test_fix_residual_says_when_backward_raised():
 
 def test_fix_residual_not_a_function():
     assert_wrong("ch5.fix_residual", 42)
+
+
+def clone_after_tanh_block(x, linear):
+    x = torch.tanh(x)
+    x = x.clone()  # protects tanh's output, but linear saves this clone
+    x += linear(x)
+    return torch.relu_(x)
+
+
+def clone_into_linear_block(x, linear):
+    x = torch.tanh(x)
+    x += linear(x.clone())  # protects linear's input, not tanh's output
+    return torch.relu_(x)
+
+
+def clone_too_late_block(x, linear):
+    x = torch.tanh(x)
+    x += linear(x)
+    return torch.relu_(x.clone())  # after the write
+
+
+@pytest.mark.parametrize(
+    "block, hint_part",
+    [
+        (clone_first_block, "your clone() keeps tanh's output safe, but linear then saved the clone"),
+        (clone_after_tanh_block, "your clone() keeps tanh's output safe, but linear then saved the clone"),
+        (clone_into_linear_block, "your clone() keeps linear's input safe, but tanh saved its output"),
+        (clone_too_late_block, "A clone after the write comes too late"),
+    ],
+)
+def test_fix_residual_hint_says_where_the_clone_went_wrong(block, hint_part):
+    """Issue 19: a clone() after tanh, still before x += linear(x), got the hint about tanh's output."""
+    feedback = assert_wrong("ch5.fix_residual", block)
+    assert hint_part in feedback.hint
+    assert "x = x + linear(x)" in feedback.hint
+
+
+def test_fix_residual_hint_without_a_clone_names_both_saved_tensors():
+    hint = assert_wrong("ch5.fix_residual", broken_block).hint
+    assert "clone" not in hint and "tanh saved (its output) and that linear saved (its input)" in hint
 
 
 # --- ch5.find_culprit -------------------------------------------------------------------------------------------
@@ -369,7 +444,7 @@ def test_set_on_a_clone_is_accepted_but_backward_fails():
 
 
 def test_memory_comparison_runs_backward_for_every_row():
-    notebook = json.loads(NOTEBOOK.read_text())
+    notebook = json.loads(MEMORY_DIVE.read_text())
     cell = next("".join(c["source"]) for c in notebook["cells"] if "def measure(step):" in "".join(c["source"]))
     assert "h.sum().backward()" in cell and "mul_(h)" not in cell
 
@@ -478,6 +553,7 @@ def test_saved_tensor_hooks_skip_the_version_check():
         with hooks():
             b = a.exp()
         b.mul_(2)
+        assert b.grad_fn.name() == "MulBackward0"  # the write is recorded (fact-check F6): recording is not enough
         b.sum().backward()  # no error
         assert torch.allclose(a.grad, 4 * a.detach().exp())  # the true gradient is 2 * exp(a)
 
@@ -657,3 +733,40 @@ def test_custom_linear_a_bias_gradient_without_a_bias_is_told_to_return_none():
     always_three = _variant(lambda ctx, g, inputs, weight, bias: (g @ weight, g.t() @ inputs, g.sum(0)))
     feedback = assert_wrong("ch5.custom_linear", always_three)
     assert "(grad_inputs, grad_weight, None)" in feedback.hint
+
+
+# --- fact-check findings of 2026-11-27 (F5, F7), each a rule the chapter once stated too broadly ------------------
+
+
+@pytest.mark.parametrize("module", [torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout])
+def test_alpha_dropouts_ignore_inplace_true(module):
+    """F7: AlphaDropout and FeatureAlphaDropout never write in place, even in training with p > 0."""
+    x = torch.ones(2, 4, 3, 3)
+    out = module(p=0.5, inplace=True).train()(x)
+    assert out is not x and x._version == 0 and torch.equal(x, torch.ones(2, 4, 3, 3))
+
+
+@pytest.mark.parametrize("module", [torch.nn.Dropout, torch.nn.Dropout2d])
+def test_the_other_dropouts_write_in_place_in_training(module):
+    x = torch.ones(2, 4, 3, 3)
+    assert module(p=0.5, inplace=True).train()(x) is x and x._version == 1
+
+
+def test_views_of_an_inference_tensor_have_no_counter_wherever_they_are_made():
+    """F5: 'every tensor made outside inference_mode carries a counter' is false for views of inference tensors."""
+    with torch.inference_mode():
+        made_inside = torch.zeros(4)
+    view, detached = made_inside[1:], made_inside.detach()
+    with pytest.raises(RuntimeError, match="Inference tensors do not track version counter"):
+        view._version
+    with torch.inference_mode():
+        detached.add_(1)
+    assert detached.is_inference() and detached._version == 0
+
+
+def test_the_core_states_the_scope_of_a_gradient_without_an_error():
+    """F6: the chapter once said a recorded write that backward accepts gives the out-of-place gradient."""
+    core = notebook_text(NOTEBOOK)
+    assert "No error proves only that the saved tensors autograd checked kept their versions." in core
+    graph_dive = notebook_text(DEEP_DIVES / "what_does_an_inplace_write_do_to_the_autograd_graph.ipynb")
+    assert "records the write **and checks** every saved tensor" in graph_dive
