@@ -848,3 +848,16 @@ def test_q_saved_reads_what_autograd_saved():
 
     x = torch.randn(3, requires_grad=True)
     assert [saved_kind(r) for r in (x.sigmoid(), x.log(), x.sum())] == ["result", "input", "nothing"]
+
+
+def test_no_notebook_gives_the_chain_rule_answer_outside_its_collapsed_solution():
+    """Issue 19 and the learner review: the cell right under exercise ch3.chain_rule defined dz_dx2_by_hand with the
+    answer. The answer may appear in the collapsed solution only (a markdown cell with <details>)."""
+    import nbformat
+    from scripts import course_notebooks
+
+    answer = "math.log(x1 * x2) * math.cos(x2)"
+    for path in course_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if answer in cell.source:
+                assert cell.cell_type == "markdown" and "<details>" in cell.source, path.name
