@@ -168,8 +168,13 @@ def _same(answer, truth) -> bool:
     return type(answer) is type(truth) and answer == truth
 
 
-def _shown(value) -> str:
-    return repr(value) if not isinstance(value, tuple) else "(" + ", ".join(_shown(v) for v in value) + ")"
+def _as_written(value) -> str:
+    """An answer as Python would write it: tensors, sizes and arrays as tuples, strings quoted as given."""
+    if hasattr(value, "tolist") and not isinstance(value, (int, float, str)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_as_written(item) for item in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
 
 
 def prediction(
@@ -202,27 +207,30 @@ def prediction(
 
     def checker(answer):
         guess = _normalized(answer)
-        expected = _normalized(truth())
+        true_answer = truth()
+        expected = _normalized(true_answer)
+        # Messages quote the answers as written (the learner's) and as torch gave them, not their compared forms.
+        said, says = _as_written(answer), _as_written(true_answer)
         words = guess if isinstance(guess, tuple) else (guess,)
         if allowed and any(word not in allowed for word in words):
             bad = next(word for word in words if word not in allowed)
-            options = " or ".join(repr(choice) for choice in allowed)
+            options = " or ".join(repr(choice) for choice in choices)
             where = f" (entry {words.index(bad) + 1})" if isinstance(guess, tuple) else ""
             return wrong(f"{bad!r}{where} is not one of the answers: write {options}.", why)
         if _same(guess, expected):
             return correct(why)
         for mistake, diagnosis in diagnoses.items():
             if _same(guess, mistake):
-                return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}: {diagnosis}", why)
+                return wrong(f"torch says {says}, not {said}: {diagnosis}", why)
         if isinstance(expected, tuple) and isinstance(guess, tuple) and len(guess) == len(expected):
             off = [str(i + 1) for i, (mine, true) in enumerate(zip(guess, expected)) if not _same(mine, true)]
             entries, verb = ("entry", "is") if len(off) == 1 else ("entries", "are")
             return wrong(
                 f"{len(off)} of {len(expected)} entries {verb} not what torch says ({entries} {', '.join(off)}); "
-                f"torch says {_shown(expected)}.",
+                f"torch says {says}.",
                 why,
             )
-        return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}.", why)
+        return wrong(f"torch says {says}, not {said}.", why)
 
     checker.prediction = {"truth": truth, "why": why, "choices": tuple(choices), "mistakes": dict(mistakes or {})}
     return exercise(exercise_id)(checker)
