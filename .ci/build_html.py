@@ -67,6 +67,7 @@ def prepare(notebook) -> None:
                 lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", render_math(cell.source)
             )
         elif cell.cell_type == "code":
+            cell.metadata.get("jupyter", {}).pop("outputs_hidden", None)  # a reading copy cannot run the reveal
             for output in cell.get("outputs", []):
                 if WIDGET in output.get("data", {}):
                     del output["data"][WIDGET]  # the text/plain summary stays

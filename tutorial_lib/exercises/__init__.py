@@ -163,6 +163,8 @@ def _normalized(answer):
 def _same(answer, truth) -> bool:
     if isinstance(truth, float) and isinstance(answer, (int, float)) and not isinstance(answer, bool):
         return math.isclose(answer, truth, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(truth, int) and not isinstance(truth, bool) and isinstance(answer, float):
+        return answer.is_integer() and int(answer) == truth  # 120.0 bytes is 120 bytes
     if isinstance(truth, tuple) and isinstance(answer, tuple):
         return len(answer) == len(truth) and all(_same(a, t) for a, t in zip(answer, truth))
     return type(answer) is type(truth) and answer == truth
@@ -175,6 +177,21 @@ def _as_written(value) -> str:
     if isinstance(value, (list, tuple)):
         return "(" + ", ".join(_as_written(item) for item in value) + ("," if len(value) == 1 else "") + ")"
     return repr(value)
+
+
+def _form(value) -> str:
+    """What kind of answer ``value`` is, in words, without giving it away."""
+    if isinstance(value, bool):
+        return "True or False"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a word in quotes"
+    if isinstance(value, tuple):
+        kinds = {_form(item) for item in value}
+        each = f", each {kinds.pop()}" if len(kinds) == 1 else ""
+        return f"a tuple of {len(value)} entr{'y' if len(value) == 1 else 'ies'}{each}"
+    return type(value).__name__
 
 
 def prediction(
@@ -219,6 +236,11 @@ def prediction(
             return wrong(f"{bad!r}{where} is not one of the answers: write {options}.", why)
         if _same(guess, expected):
             return correct(why)
+        if _form(guess) != _form(expected) and not (isinstance(guess, float) and isinstance(expected, int)):
+            # A typo in the form is not a wrong prediction: say what form is wanted, and keep the answer hidden.
+            return wrong(
+                f"the answer should be {_form(expected)}; you wrote {said}.", "fix the form and run the cell again."
+            )
         for mistake, diagnosis in diagnoses.items():
             if _same(guess, mistake):
                 return wrong(f"torch says {says}, not {said}: {diagnosis}", why)
