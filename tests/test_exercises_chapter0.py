@@ -155,3 +155,18 @@ def test_what_the_fixed_sentences_rest_on_holds_on_this_torch():
     over_numpy = torch.from_numpy(np.empty(0)).untyped_storage()  # a zero-byte storage torch did not allocate
     assert over_numpy.nbytes() == 0 and over_numpy.data_ptr() != 0
     assert torch.empty(0).untyped_storage().data_ptr() == 0
+
+
+# --- what left the chapter ------------------------------------------------------------------------------------
+
+
+def test_run_instructions_and_the_seed_articles_leave_chapter_0_for_the_readme_and_their_deep_dive():
+    for gone in ("## References", "macOS", "nbval", "mybinder", "conda env create"):
+        assert gone not in prose(), gone
+    link = "deep_dives/what_the_source_articles_got_wrong.ipynb"
+    assert f"]({link})" in prose()
+    deep_dive = nbformat.read(NOTEBOOKS / link, as_version=4).cells
+    assert deep_dive[0].source.startswith("# What the source articles got wrong\n")
+    references = " ".join(cell.source for cell in deep_dive if cell.cell_type == "markdown")
+    for title in ("PyTorch의 복제 및 로컬 작업 상세 정보", "Pytorch中关于inplace的操作", "Vitis AI 1.2", "pytorch-cn"):
+        assert title in references, title
