@@ -76,7 +76,7 @@ def check_count_nodes(answer):
         )
     return wrong(
         "too few.",
-        "every operation whose result requires grad records one node: @, +, relu, * and sum here.",
+        "here each operation whose result requires grad records one node: @, +, relu, * and sum.",
     )
 
 
@@ -675,8 +675,8 @@ def seed_graph() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor
 prediction(
     "ch3.q_nodes",
     lambda: len(backward_node_names(seed_graph()[-1])),
-    why="autograd records one backward node per operation whose result requires grad: x1 * x2, log, sin and the "
-    "last multiplication. Tensors are not nodes, and the leaves' AccumulateGrad nodes are not counted here.",
+    why="each of the four operations here recorded one backward node: x1 * x2, log, sin and the last "
+    "multiplication. Tensors are not nodes, and the leaves' AccumulateGrad nodes are not counted here.",
     mistakes={
         6: "that counts the AccumulateGrad nodes of the leaves x1 and x2 as well.",
         3: "x1 * x2 is an operation too: it records a MulBackward0, like the last multiplication.",
@@ -731,8 +731,8 @@ def _grad_truth() -> tuple[str, ...]:
 prediction(
     "ch3.q_grad",
     _grad_truth,
-    why="backward() keeps gradients only in the .grad of leaves that require grad: x1 and x2. The gradients of a "
-    "and z pass through their nodes and are dropped, unless you call retain_grad() on them before backward().",
+    why="z.backward() fills the .grad of the leaves that require grad: x1 and x2. The gradients of a and z pass "
+    "through their nodes and are dropped, unless you call retain_grad() on them before backward().",
     choices=("tensor", "none"),
     mistakes={
         ("tensor", "tensor", "tensor", "tensor"): "a and z are not leaves: their gradients pass through the graph "
@@ -745,7 +745,8 @@ prediction(
 
 
 def _left_by_forward_pass() -> tuple[str, ...]:
-    """For section 5's six runs, whether the forward pass leaves saved activations or only its output behind.
+    """For three of section 5's runs (train mode with recording on, eval mode with recording on, eval mode under
+    no_grad), whether the forward pass leaves saved activations or only its output behind.
 
     Measured on a small model with the same kinds of layer as the chapter's (Linear, BatchNorm, ReLU, Dropout): what
     is left beyond the output is what the graph saved, whatever the sizes.
@@ -759,15 +760,14 @@ def _left_by_forward_pass() -> tuple[str, ...]:
         )
         inputs = torch.randn(32, 16)
     answers = []
-    for training in (True, False):
+    for training, context in ((True, torch.enable_grad), (False, torch.enable_grad), (False, torch.no_grad)):
         model.train(training)
-        for context in (torch.enable_grad, torch.no_grad, torch.inference_mode):
-            with measure_memory() as memory:
-                with context():
-                    out = model(inputs)
-            output_bytes = out.untyped_storage().nbytes()
-            del out
-            answers.append("activations" if memory.allocated > output_bytes else "output")
+        with measure_memory() as memory:
+            with context():
+                out = model(inputs)
+        output_bytes = out.untyped_storage().nbytes()
+        del out
+        answers.append("activations" if memory.allocated > output_bytes else "output")
     return tuple(answers)
 
 
@@ -775,16 +775,15 @@ prediction(
     "ch3.q_bytes_left",
     _left_by_forward_pass,
     why="model.eval() changes how dropout and BatchNorm behave, not whether autograd records. With recording on, "
-    "both modes keep the activations saved for backward, MiB of them. no_grad and inference_mode record no graph, "
-    "so only the 20 KiB output is left, in either mode.",
+    "both modes keep the activations saved for backward, MiB of them. no_grad records no graph, so only the 20 KiB "
+    "output is left.",
     choices=("activations", "output"),
     mistakes={
-        ("activations", "output", "output", "output", "output", "output"): "eval() does not switch recording off: "
-        "in eval mode the forward pass still saves activations for backward.",
-        ("activations", "activations", "output", "activations", "activations", "output"): "no_grad stops the "
-        "recording as inference_mode does: neither saves anything for backward.",
-        ("activations", "activations", "activations", "output", "output", "output"): "the mode does not decide the "
-        "recording: in training mode no_grad and inference_mode still save nothing, and in eval mode recording "
-        "still saves activations.",
+        ("activations", "output", "output"): "eval() does not switch recording off: in eval mode the forward pass "
+        "still saves activations for backward.",
+        ("activations", "activations", "activations"): "no_grad stops the recording: nothing is saved for backward, "
+        "in eval mode as in training mode.",
+        ("output", "output", "output"): "with recording on, the output's graph still holds what its nodes saved for "
+        "backward: the activations stay after the forward pass.",
     },
 )
