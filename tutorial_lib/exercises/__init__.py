@@ -224,7 +224,10 @@ def prediction(
 
     def checker(answer):
         guess = _normalized(answer)
-        true_answer = truth()
+        import torch
+
+        with torch.random.fork_rng(devices=[]):  # checking a guess must not move the learner's random numbers
+            true_answer = truth()
         expected = _normalized(true_answer)
         # Messages quote the answers as written (the learner's) and as torch gave them, not their compared forms.
         said, says = _as_written(answer), _as_written(true_answer)
@@ -233,7 +236,9 @@ def prediction(
             bad = next(word for word in words if word not in allowed)
             options = " or ".join(repr(choice) for choice in choices)
             where = f" (entry {words.index(bad) + 1})" if isinstance(guess, tuple) else ""
-            return wrong(f"{bad!r}{where} is not one of the answers: write {options}.", why)
+            return wrong(
+                f"{bad!r}{where} is not one of the answers: write {options}.", "fix it and run the cell again."
+            )
         if _same(guess, expected):
             return correct(why)
         if _form(guess) != _form(expected) and not (isinstance(guess, float) and isinstance(expected, int)):
