@@ -441,8 +441,8 @@ def test_an_old_claim_of_the_fact_check_does_not_come_back(finding, old_claim):
 @pytest.mark.parametrize(
     "finding, fixed_claim",
     [
-        ("1", "On the CPU, `addmv_`, `baddbmm_`, `bmm(out=)`, `apply_` and `map_` never ask."),
-        ("5", "The index ops refuse any overlap, even an exact one"),
+        ("1", "On the CPU, some never ask, among them `addmv_`, `baddbmm_`, `bmm(out=)`, `apply_`, `map_` and"),
+        ("5", "The index ops refuse any overlap between dense tensors, even an exact one"),
         ("5", "The check compares storage objects, not addresses"),
         ("6", "So on a GPU `e[1] = 7` goes through"),
         ("8", "So `contiguous()` promises `is_contiguous()`, not row-major strides."),
@@ -473,3 +473,68 @@ def test_the_fixed_claims_hold_on_this_torch():
     assert torch.empty(0).untyped_storage().data_ptr() == 0
     x = torch.arange(100.0, 112.0).view(3, 4)
     assert x.t().stride() == (1, 4)  # finding 16: stride 1 to the next row, 4 to the next column
+
+
+# --- the rule hunt of issue 19 (rules-0107) about chapter 1: the rules it broke must not come back ---------------
+
+
+@pytest.mark.parametrize(
+    "finding, old_claim",
+    [
+        ("B8: a lazy conj() is not its cell's value", "element `t[i, j]` is `storage["),
+        ("B9: as_strided keeps the dtype, so not any view", "`as_strided` can build any view"),
+        ("B7: permute(0, 1, 2) is contiguous", "The result is not contiguous."),
+        ("L2: has_internal_overlap decides from the strides first", "lists every element's cell to find that out"),
+        (
+            "B1: exact overlap is allowed; masked_scatter_ never checks on the CPU",
+            "Overlap between an input and the output is refused for dense tensors in one storage object",
+        ),
+        ("notes: sum(out=) and others are silent too", "these five never ask"),
+        ("notes: sum(out=) and others are silent too", "`apply_` and `map_` write wrong values without a word"),
+        ("rules-0204 #5: two views with gaps get through the index ops", "The index ops refuse any overlap, even"),
+    ],
+)
+def test_a_claim_the_rule_hunt_broke_does_not_come_back(finding, old_claim):
+    assert old_claim not in chapter_1_prose(), finding
+
+
+@pytest.mark.parametrize(
+    "finding, fixed_claim",
+    [
+        ("B8", "element `t[i, j]` lives at `storage[offset"),
+        ("B7", "`turned` below is not contiguous."),
+        ("notes", "On the CPU, some never ask, among them `addmv_`, `baddbmm_`, `bmm(out=)`, `apply_`, `map_` and"),
+        ("B1", "Elementwise ops allow an exact overlap; the index ops refuse it."),
+        ("B1", "`mm(out=)` and, on the CPU, `masked_scatter_`."),
+        ("rules-0204 #5", "The index ops refuse any overlap between dense tensors, even an exact one"),
+    ],
+)
+def test_the_claim_the_rule_hunt_fixed_is_in_place(finding, fixed_claim):
+    assert fixed_claim in chapter_1_prose(), f"rules-0107 {finding}"
+
+
+def test_the_refusal_the_expanded_deep_dive_quotes_is_in_its_stored_output():
+    # rules-0107 M2: the prose quoted a message that no output showed (the cell printed 'unsupported operation').
+    path = NOTEBOOKS / "deep_dives/which_writes_into_an_expanded_tensor_does_pytorch_refuse.ipynb"
+    quote = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+    cells = nbformat.read(path, as_version=4).cells
+    assert any(quote in " ".join(cell.source.split()) for cell in cells if cell.cell_type == "markdown")
+    printed = [output.get("text", "") for cell in cells if cell.cell_type == "code" for output in cell.outputs]
+    assert sum(text.count(f"refused: {quote}") for text in printed) == 7
+
+
+def test_the_rule_hunts_counterexamples_hold_on_this_torch():
+    """What the rewritten sentences of rules-0107 rest on, asked of torch (the notebooks' stored outputs show it)."""
+    z = torch.tensor([1 + 2j]).conj()  # B8: the cell holds 1+2j, the element reads 1-2j
+    assert z[0].item() == 1 - 2j and torch.view_as_real(z.conj())[0].tolist() == [1.0, 2.0]
+    assert torch.zeros(2, 3, 4).permute(0, 1, 2).is_contiguous()  # B7
+    assert torch.zeros(1, 3).permute(1, 0).is_contiguous()
+    r = torch.arange(6.0)  # B1: masked_scatter_ on the CPU, partial overlap, no error and wrong values
+    r[1:].masked_scatter_(torch.ones(5, dtype=torch.bool), r[:-1])
+    assert r.tolist() == [0.0] * 6
+    e = torch.tensor([10.0, 20.0, 30.0]).view(3, 1).expand(3, 4)  # notes: a silent reduction into e
+    torch.sum(torch.ones(3, 4, 2), dim=2, out=e)
+    assert e[:, 0].tolist() == [8.0, 8.0, 8.0]
+    gapped = torch.arange(8.0)  # rules-0204 #5: two view objects with gaps pass the index ops' check
+    gapped[::2][:2].index_copy_(0, torch.tensor([1, 0]), gapped[::2][:2])
+    assert gapped[::2][:2].tolist() == [0.0, 0.0]
