@@ -573,6 +573,16 @@ def chapter_2_text(kind):
         "a 1-element list is still advanced indexing",
         "does what it takes short of changing the dtype",  # #13: sparse and meta tensors raise too
         "the same memory exactly is fine:",  # 00-03 #5: true for +=, but the index ops refuse exact overlap
+        # the rule hunt of issue 19 (rules-0204):
+        "ask `tl.shares_memory` which one you have",  # #18: an empty slice is a view that shares no byte
+        "lists of integers, tensors of indices and masks copy",  # #12: a 0-dim integer index tensor views
+        "`x[:, ::2].contiguous()` and `.clone()` copy too",  # #13: a one-column slice is contiguous already
+        "refuse any overlap, exact overlap included",  # #5: two views with gaps get through
+        "stop pytorch checks `y` against `x` only when both are dense",  # #5: a general rule; it is +='s
+        "a tensor that requires gradients refuses `.numpy()`",  # #6: only while gradient recording is on
+        "it raises for a tensor that requires gradients,",  # #6
+        "keeps the sharing *among* them",  # #16: two from_numpy storages over one buffer come out apart
+        "refuses work done in another thread",  # #3: a pool made before the call got through
     ],
 )
 def test_a_broken_claim_does_not_come_back(old_claim):
@@ -586,3 +596,87 @@ def test_no_view_or_copy_verdict_is_shown_for_copy_copy():
     code = chapter_2_text("code")
     for call in re.findall(r"tl\.(?:op_table|view_or_copy)\((.*?)\)\n", code, re.DOTALL):
         assert "copy.copy" not in call
+
+
+# --- the rule hunt of issue 19 (rules-0204) about chapter 2's checkers ---------------------------------------------
+
+
+def update_in_a_pool_made_before(y, x):
+    _POOL.submit(lambda: y.copy_(y + x)).result()  # the whole update, temporary and all, in a thread from before
+
+
+def add_in_a_pool_made_before(y, x):
+    _POOL.submit(lambda: y.add_(x)).result()
+
+
+def numpy_add_in_a_pool_made_before(y, x):
+    _POOL.submit(lambda: np.add(y.numpy(), x.numpy(), out=y.numpy())).result()
+
+
+@pytest.mark.parametrize(
+    "threaded", [update_in_a_pool_made_before, add_in_a_pool_made_before, numpy_add_in_a_pool_made_before]
+)
+def test_inplace_update_rejects_an_update_made_by_a_thread_from_before_the_call(threaded):
+    # rules-0204 #3: the old checker accepted these; the first allocates a temporary as large as y in that thread.
+    feedback = assert_wrong("ch2.inplace_update", threaded)
+    assert "another thread did" in feedback.message
+
+
+def numpy_add_with_out(y, x):
+    np.add(y.numpy(), x.numpy(), out=y.numpy())
+
+
+def add_through_data(y, x):
+    y.data.add_(x)
+
+
+@pytest.mark.parametrize("solution", [numpy_add_with_out, add_through_data, numpy_inplace, add_out])
+def test_inplace_update_still_accepts_writes_of_the_calling_thread(solution):
+    assert_correct("ch2.inplace_update", solution)
+
+
+def test_make_view_reshape_hint_names_the_condition_not_gaps():
+    # rules-0204 #10: view_as never copies, and flatten() of x[:, ::2] is a view when its strides merge.
+    feedback = assert_wrong("ch2.make_view", lambda x: x[:, ::2].flatten().view(x.shape[0], -1))
+    assert "view_as" not in feedback.hint and "gaps" not in feedback.hint
+    assert "no strides" in feedback.hint
+
+
+def test_make_view_conversion_hint_says_to_copies_only_when_it_changes_something():
+    # rules-0204 #11: x.to(torch.float32) is x and x.float() is x for a float32 x.
+    feedback = assert_wrong("ch2.make_view", lambda x: x[:, ::2].double().to(x.dtype))
+    assert "copy into new memory" not in feedback.hint
+    assert "when they change something" in feedback.hint
+
+
+def test_make_view_clone_hint_gives_no_reason_that_is_false_for_a_transposed_x():
+    # x.contiguous() copies a transposed x itself, not "every other column"
+    feedback = assert_wrong("ch2.make_view", lambda x: x.contiguous()[:, ::2])
+    assert "every other column of x" not in feedback.hint
+
+
+def test_ops_prediction_does_not_say_no_stride_reaches_index_selects_rows():
+    # rules-0204 #9: rows 0 and 2 of x are x[::2], offset 0 and stride 8.
+    x = torch.arange(12.0).reshape(3, 4)
+    assert torch.equal(x.index_select(0, torch.tensor([0, 2])), x[::2])
+    feedback = assert_wrong("ch2.q_ops", ("view", "view", "view", "view"))
+    assert "no single offset and stride" not in feedback.message
+    assert "evenly spaced" in feedback.message
+
+
+def test_the_rule_hunts_counterexamples_hold_on_this_torch():
+    """What the rewritten sentences of rules-0204 rest on (the deep dives' stored outputs show the same)."""
+    import copy
+
+    x = torch.arange(12.0).reshape(3, 4)
+    empty = x[1:1]  # #18: a slice of x, yet no byte in common
+    assert tl.same_storage(empty, x) and not tl.shares_memory(empty, x)
+    assert tl.shares_memory(x[torch.tensor(2)], x)  # #12: a 0-dim integer index tensor views
+    column = torch.arange(4.0).reshape(4, 1)[:, ::2]  # #13
+    assert column.contiguous() is column
+    w = torch.ones(3, requires_grad=True)  # #6
+    with torch.no_grad():
+        assert tl.shares_memory(w.numpy(), w)
+    array = np.arange(4.0)  # #16
+    first, second = copy.deepcopy([torch.from_numpy(array), torch.from_numpy(array)])
+    assert not tl.shares_memory(first, second)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import tracemalloc
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..facts.memory import measure_memory
 from ..facts.ops import trace_ops, view_or_copy
 from ..facts.storage import same_storage, shares_memory
-from ..facts.watching import WatcherMode, tensors_in
+from ..facts.watching import WatcherMode, storage_key, tensors_in
 from . import correct, exercise, prediction, wrong
 
 # --- ch2.make_view --------------------------------------------------------------------------------------
@@ -51,17 +52,17 @@ _COPY_CAUSES = (
     ),
     (
         ("_unsafe_view",),
-        "reshape, flatten and view_as on data with gaps copy it first (aten clone, then a view of the clone): "
-        "every other column of x has gaps. ",
+        "reshape, flatten and reshape_as copy (aten clone, then _unsafe_view) when no strides over x's storage can "
+        "describe the new shape: here they could not. ",
     ),
     (
         ("clone",),
-        "clone() copies, and so does contiguous() when the tensor is not contiguous: every other column of x "
-        "skips a column, so contiguous() copies it. The strided slice itself is already what you want. ",
+        "clone() copies, and so does contiguous() when the tensor is not contiguous. The strided slice itself is "
+        "already what you want. ",
     ),
     (
         ("_to_copy",),
-        "torch.tensor(...), .to() and the dtype conversions copy into new memory. ",
+        "torch.tensor(...) always copies; .to() and the dtype conversions copy when they change something. ",
     ),
 )
 _VIEW_HINT = "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides."
@@ -252,13 +253,17 @@ def _python_peak(fn, y, x) -> int | None:
 
 class _MemoryFromElsewhere(WatcherMode):
     """Records the ops that read a tensor of y's size or more whose memory is neither y's, x's, nor made by an op
-    of the call: memory made where measure_memory cannot see it (a thread that existed before the call, NumPy)."""
+    of the call: memory made where measure_memory cannot see it (a thread that existed before the call, NumPy).
+    Also records whether an op of this thread wrote into y's storage (an argument the op's schema marks as written):
+    a change of y that no such op made came from NumPy (see _HandedToNumpy) or from another thread."""
 
-    def __init__(self, known_storages, size):
+    def __init__(self, known_storages, size, written_storage):
         super().__init__()
         self.known = {s._cdata for s in known_storages}
         self.size = size
+        self.written_key = written_storage._cdata
         self.foreign: list[str] = []
+        self.wrote_into_y = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -266,9 +271,31 @@ class _MemoryFromElsewhere(WatcherMode):
             storage = tensor.untyped_storage()
             if storage._cdata not in self.known and storage.nbytes() >= self.size:
                 self.foreign.append(func._schema.name)
+        for position, argument in enumerate(func._schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            value = args[position] if position < len(args) else kwargs.get(argument.name)
+            if any(storage_key(tensor) == self.written_key for tensor in tensors_in(value)):
+                self.wrote_into_y = True
         result = func(*args, **kwargs)
         self.known.update(t.untyped_storage()._cdata for t in tensors_in(result))
         return result
+
+
+class _HandedToNumpy(TorchFunctionMode):
+    """Records whether this thread handed a tensor over y's storage to NumPy (``.numpy()``, ``np.asarray``): the one
+    way to write into y in this thread without a torch op. Like every mode, it sees the calling thread only."""
+
+    def __init__(self, storage):
+        super().__init__()
+        self.key = storage._cdata
+        self.handed = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("numpy", "__array__", "__dlpack__"):
+            if any(storage_key(tensor) == self.key for tensor in tensors_in((args, kwargs or {}))):
+                self.handed = True
+        return func(*args, **(kwargs or {}))
 
 
 @exercise("ch2.inplace_update", function="def accumulate(y, x): ...")
@@ -277,8 +304,11 @@ def check_inplace_update(fn):
         y_before, x_before = y.clone(), x.clone()
         expected = y_before + x_before
         pointer = y.data_ptr()
-        elsewhere = _MemoryFromElsewhere([y.untyped_storage(), x.untyped_storage()], y.untyped_storage().nbytes())
-        with measure_memory() as memory, elsewhere:
+        elsewhere = _MemoryFromElsewhere(
+            [y.untyped_storage(), x.untyped_storage()], y.untyped_storage().nbytes(), y.untyped_storage()
+        )
+        to_numpy = _HandedToNumpy(y.untyped_storage())
+        with measure_memory() as memory, elsewhere, to_numpy:
             fn(y, x)
         if memory.unseen:  # a thread the profiler does not record: the peak below would not be the truth
             return wrong(
@@ -295,6 +325,15 @@ def check_inplace_update(fn):
                 f"for {description} the caller's y still holds its old values.",
                 "`y = y + x` inside a function makes a new tensor and binds the function's own name y to it; "
                 "the caller's tensor never changes. Write into y's memory instead.",
+            )
+        if not elsewhere.wrote_into_y and not to_numpy.handed:
+            # y changed, yet no op of this thread wrote into it and NumPy never got it: another thread did the work,
+            # one that existed before the call (threads started in it are in memory.unseen), and its memory is uncounted
+            return wrong(
+                f"y changed for {description}, but no operation in your function's own thread wrote into it: "
+                "another thread did (a thread pool made before the call?), and measure_memory cannot count what that "
+                "thread allocated.",
+                "add x into y in the calling thread, with one in-place op (`y += x`, `y.add_(x)`).",
             )
         if y.data_ptr() != pointer:
             return wrong(
@@ -415,8 +454,8 @@ prediction(
     "does not have: both copy.",
     choices=("view", "copy"),
     mistakes={
-        ("view", "view", "view", "view"): "index_select and flip copy: no single offset and stride per dimension "
-        "reaches their elements in x's memory.",
+        ("view", "view", "view", "view"): "index_select always gathers into new memory, even evenly spaced rows "
+        "that a slice could view; flip would need a negative stride, which PyTorch does not have.",
         ("copy", "copy", "copy", "copy"): "t() and expand only change strides: they read x's memory.",
         ("view", "copy", "copy", "copy"): "expand writes nothing: it repeats row 0 by giving it stride 0.",
         ("view", "view", "view", "copy"): "index_select picks rows like indexing with a tensor of indices: a copy.",
