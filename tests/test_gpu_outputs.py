@@ -69,3 +69,19 @@ def test_make_notebooks_keeps_the_recorded_output_without_cuda(tmp_path):
     gpu_cell = next(cell for cell in code if "gpu" in cell.metadata.get("tags", []))
     assert [o["text"] for o in gpu_cell.outputs] == [RECORDED_OUTPUT["text"]]
     assert json.dumps(code[-1].outputs[0]["text"]) == json.dumps("2\n")
+
+
+def test_record_runs_only_the_gpu_cells_in_a_fresh_kernel_and_store_reads_the_recording(tmp_path):
+    path = notebook_with_a_gpu_cell(tmp_path)  # the cells around it define x; the gpu cell must not need them
+    recorder = load_script(Path(".ci/record_gpu_outputs.py"))
+    out = tmp_path / "recording.json"
+    assert recorder.main([str(out), str(path)]) == 0
+    recording = json.loads(out.read_text())
+    (cell,) = recording["n.ipynb"]
+    assert cell["cell_index"] == 1 and cell["source"] == GPU_SOURCE
+    expected = "No CUDA device here\n" if not torch.cuda.is_available() else None
+    if expected:
+        assert [o["text"] for o in cell["outputs"]] == [expected]
+    assert recording["_machine"]["torch"] == torch.__version__
+    filled, missing = store_script().store([path], recording, "this machine")
+    assert (filled, missing) == (1, [])

@@ -1,0 +1,79 @@
+"""Run every `gpu` cell of the course on this machine and write what it printed to a recording (JSON).
+
+For a maintainer with a GPU, or a GPU lent for a few minutes: the recording is what `store_gpu_outputs.py` puts
+into the notebooks on any machine afterwards. Each notebook's `gpu` cells run in order in one fresh kernel, in the
+notebook's folder, and nothing else of the notebook runs (a `gpu` cell is self-contained). The recording has the
+format of ../shared/gpu-runs/h100-2026-11/gpu_cell_outputs.json: per notebook, each cell's index, its source and
+its outputs as nbformat output objects, plus the machine it ran on.
+
+Usage: python .ci/record_gpu_outputs.py OUT.json [NOTEBOOK ...]   (default: every notebook with a gpu cell)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from notebook_paths import all_notebooks
+
+GPU_TAG = "gpu"
+
+
+def gpu_cells(notebook) -> list[tuple[int, object]]:
+    return [
+        (index, cell)
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and GPU_TAG in cell.metadata.get("tags", [])
+    ]
+
+
+def machine() -> dict:
+    import torch
+
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device"
+    return {"device": device, "torch": torch.__version__, "python": sys.version.split()[0]}
+
+
+def record(path: Path, timeout: int = 600) -> list[dict]:
+    """Run the `gpu` cells of one notebook in a fresh kernel; return them with their new outputs."""
+    cells = gpu_cells(nbformat.read(path, as_version=4))
+    if not cells:
+        return []
+    runnable = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell.source) for _, cell in cells])
+    client = NotebookClient(
+        runnable,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    return [
+        {"cell_index": index, "source": cell.source, "outputs": [dict(output) for output in ran.outputs]}
+        for (index, cell), ran in zip(cells, runnable.cells)
+    ]
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    paths = [Path(p) for p in argv[1:]] or all_notebooks()
+    recording = {}
+    for path in paths:
+        cells = record(path)
+        if cells:
+            recording[path.name] = cells
+            errors = sum(output.get("output_type") == "error" for cell in cells for output in cell["outputs"])
+            print(f"{path.name}: {len(cells)} gpu cells run, {errors} errors")
+    recording["_machine"] = machine()
+    Path(argv[0]).write_text(json.dumps(recording, indent=1))
+    print(f"recorded on {recording['_machine']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
