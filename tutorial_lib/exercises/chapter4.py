@@ -254,7 +254,8 @@ def check_independent_copy(fn):
         if result.grad_fn is None and result.requires_grad:
             return wrong(
                 f"for {description} the result is a new leaf that requires grad: gradients would collect in it.",
-                "an independent copy should not require grad. Leave out requires_grad_().",
+                "an independent copy should not require grad: detach it, as in x.detach().clone(). copy.deepcopy "
+                "keeps requires_grad=True, and requires_grad_() switches it on.",
             )
         if result.requires_grad or result.grad_fn is not None:
             grad_fn = type(result.grad_fn).__name__ if result.grad_fn is not None else None
@@ -527,7 +528,7 @@ def check_predict_versions(answer):
     if c != truth[4]:
         return wrong(
             "look again at c = t.clone().",
-            "a clone has new memory and a new counter starting at 0; one in-place op on it.",
+            "a clone has new memory and a counter of its own (at 0 here); one in-place op on it.",
         )
     if len({t, v, d}) != 1:
         return wrong(
@@ -714,8 +715,8 @@ def check_predict_modes(answer):
     if b_version != truth[2]:
         return wrong(
             "look again at b, made inside inference_mode.",
-            "a tensor created inside inference_mode is an inference tensor: it has no version counter, and reading "
-            "_version raises.",
+            "b = x * 2 is a new tensor made inside inference_mode: an inference tensor, with no version counter, so "
+            "reading b._version raises.",
         )
     return wrong(
         "look again at x.",
