@@ -504,19 +504,33 @@ prediction(
 )
 
 
-def slice_file_bytes() -> int:
-    """40 or 4,000,000, whichever is nearer to what ``torch.save`` writes for ten elements of a 4,000,000-byte
-    tensor."""
-    big = torch.arange(1_000_000, dtype=torch.float32)
-    written = saved_size(big[:10])
-    return min((40, 4_000_000), key=lambda size: abs(written - size))
+def loaded_pair_after_a_write() -> tuple[str, str]:
+    """Save ``{"base": base, "window": base[2:5]}`` in one call, load it, write into the loaded window: whether the
+    loaded base and the original base "changed" or stayed "unchanged"."""
+    base = torch.arange(10.0, 16.0)
+    original = base.clone()
+    loaded = _load({"base": base, "window": base[2:5]})
+    loaded_before = loaded["base"].clone()
+    loaded["window"][0] = 100.0
+    return tuple(
+        "unchanged" if torch.equal(now, before) else "changed"
+        for now, before in ((loaded["base"], loaded_before), (base, original))
+    )
 
 
 prediction(
-    "ch7.q_slice_bytes",
-    slice_file_bytes,
-    why="big[:10] is a view: its storage is big's whole storage of 4,000,000 bytes, and torch.save writes whole "
-    "storages.",
-    choices=(40, 4_000_000),
-    mistakes={40: "the ten elements need 40 bytes, but torch.save does not cut a storage down to what a view shows."},
+    "ch7.q_saved_together",
+    loaded_pair_after_a_write,
+    why="base and window share one storage, and the file holds it once. Loading gives back one new storage with both "
+    "tensors over it, so the write through the loaded window changes the loaded base. The original base lives in "
+    "other memory and stays as it was.",
+    choices=("changed", "unchanged"),
+    mistakes={
+        ("unchanged", "unchanged"): "saved in one call, the two tensors come back over one storage, as they were "
+        "saved: a write through one reaches the other.",
+        ("changed", "changed"): "torch.load puts the values into new memory: nothing links the loaded tensors to the "
+        "original base.",
+        ("unchanged", "changed"): "it is the other way round: the loaded pair share a new storage, and the original "
+        "is separate from it.",
+    },
 )
