@@ -769,4 +769,120 @@ def test_the_core_states_the_scope_of_a_gradient_without_an_error():
     core = notebook_text(NOTEBOOK)
     assert "No error proves only that the saved tensors autograd checked kept their versions." in core
     graph_dive = notebook_text(DEEP_DIVES / "what_does_an_inplace_write_do_to_the_autograd_graph.ipynb")
-    assert "records the write **and checks** every saved tensor" in graph_dive
+    assert "the write moves the counter of every saved tensor it changes" in graph_dive  # rules-05 B13
+
+
+# --- the chapter's text: claims the reviews broke must not come back ---------------------------------------------
+
+CHAPTER_5_NOTEBOOKS = [NOTEBOOK] + [
+    DEEP_DIVES / f"{name}.ipynb"
+    for name in [
+        "what_counts_as_an_inplace_write",
+        "what_does_an_inplace_write_do_to_the_autograd_graph",
+        "how_do_you_find_an_inplace_bug_with_plain_pytorch",
+        "when_does_an_inplace_write_give_a_wrong_gradient_without_an_error",
+        "does_inplace_save_memory_once_autograd_records_it",
+        "how_do_you_write_a_custom_autograd_function_that_works_in_place",
+        "how_do_you_change_a_saved_tensor_on_purpose",
+        "which_inplace_bugs_are_common_and_how_do_you_fix_each",
+    ]
+]
+
+
+def chapter_5_prose():
+    """The markdown of the core chapter and its eight deep dives, lower-cased, with runs of white space as one."""
+    cells = [cell for path in CHAPTER_5_NOTEBOOKS for cell in json.loads(path.read_text())["cells"]]
+    text = " ".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    return " ".join(text.lower().split())
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        "every tensor made outside `torch.inference_mode()` carries a counter",  # fact-check F5
+        "when backward works the gradient is the one an out-of-place program gives",  # F6
+        "(like the other dropout modules)",  # F7: the alpha dropouts never write in place
+        "which ddp runs on parameters and gradients",  # F4 went too far (rules-05 B3): DDP's wrap moves the counter
+        "ddp runs them:",  # B3
+        "backward fails when a tensor that a backward node saved is changed in place",  # B1: only nodes it reaches
+        "a function that autograd can differentiate refuses `out=`",  # B2: tensordot, linalg.norm... accept it
+        "autograd cannot record such a write",  # B2: they record it as CopyBackwards
+        "does not break backward after a layer that does not save its output",  # B4: Sigmoid, Identity, ReLU_
+        "after layers that keep no output",  # B4
+        "`x += f(x)` breaks only when",  # B5: a chunk piece raises another error
+        "it breaks only when something saved `x`",  # B5
+        "reproduces that experiment: exactly 400,000,000 bytes",  # B6: chapter 6 measures 1000 x 1000
+        "a new tensor starts at 0",  # B7: F.one_hot is at 2, nn.Linear's weight at 1
+        "the write is `add_` on each weight",  # B8: Adam writes with addcdiv_
+        "yes, but the graph never recorded the write | wrong gradient",  # B9: it may raise instead
+        "`nn.linear` saves a view of its weight",  # B10: only when its input requires grad
+        "for a saved *output*, part 2 names the operation that saved it",  # B11: sort's indices have no part 2
+        "`mul` and `@` save each operand",  # B12: a 3-d non-contiguous x @ W saves a copy
+        "it holds when autograd records the write and checks the saved tensor",  # B13: a saved alias
+        "records the write **and checks** every saved tensor",  # B13
+        "everything else about the count and the types is checked",  # B14: another dtype is cast
+        "it does not allocate a new tensor",  # B15: out= into an empty tensor allocates
+        "writes into memory the tensor already owns",  # B15
+        "`+=` and its friends",  # B16: @= rebinds
+        "seed article",  # learner review: jargon a learner cannot decode
+        "listed in `00_start_here`",  # chapter 0 no longer lists the articles
+    ],
+)
+def test_a_broken_claim_does_not_come_back(old_claim):
+    assert old_claim not in chapter_5_prose()
+
+
+def test_backward_fails_only_when_it_reaches_the_node_with_the_stale_tensor():
+    """B1: the rule says 'when it reaches a node'; a backward that does not reach ExpBackward0 works."""
+    a, c = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    b = a.exp()
+    y = b * 1 + c
+    b.mul_(2)  # ExpBackward0's saved result is stale
+    y.sum().backward(inputs=[c])
+    assert torch.equal(c.grad, torch.ones(3))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_some_differentiable_functions_record_an_out_write():
+    """B2: 'most functions refuse out=' while recording; tensordot accepts it and records a copy."""
+    a = torch.randn(3, 3, requires_grad=True)
+    out = torch.empty(0)
+    torch.tensordot(a, a, dims=1, out=out)
+    assert out.grad_fn.name().endswith("CopyBackwards")
+
+
+@pytest.mark.parametrize("between", [torch.nn.Identity(), torch.nn.Dropout(0.1).eval()], ids=["Identity", "eval"])
+def test_relu_inplace_after_a_layer_that_passes_its_input_through_still_raises(between):
+    """B4: the layer right before ReLU(inplace=True) saves nothing, but the Tanh before it saved the tensor."""
+    net = torch.nn.Sequential(torch.nn.Tanh(), between, torch.nn.ReLU(inplace=True))
+    with pytest.raises(RuntimeError, match="output 0 of Tanh"):
+        net(torch.randn(8, 4, requires_grad=True)).sum().backward()
+
+
+def test_adding_into_a_chunk_piece_raises_another_error():
+    """B5: `x += f(x)` raises *the version error* only when something saved x; a chunk piece refuses the write."""
+    x1, x2 = torch.nn.Linear(4, 4)(torch.randn(3, 4)).chunk(2, dim=1)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        x2 += torch.nn.Linear(2, 2)(x1)
+
+
+def test_at_equals_rebinds_and_the_others_write_in_place():
+    """B16: the core lists +=, -=, *= and /=; @= is not in place."""
+    x = original = torch.eye(2)
+    x @= torch.eye(2)
+    assert x is not original and original._version == 0
+    for statement in ["x += 2", "x -= 2", "x *= 2", "x /= 2"]:
+        namespace = {"x": torch.ones(2)}
+        before = namespace["x"]
+        exec(statement, namespace)  # noqa: S102
+        assert namespace["x"] is before and before._version == 1
+
+
+def test_the_changing_line_exercise_has_its_program_in_a_collapsed_watch_cell():
+    """Learner review: the exercise gives a ready %%watch_inplace cell; its stored output (the answer) is collapsed."""
+    code = [cell for cell in json.loads(NOTEBOOK.read_text())["cells"] if cell["cell_type"] == "code"]
+    stub = next(i for i, cell in enumerate(code) if "".join(cell["source"]).startswith("answer = ...  # a line"))
+    watch = code[stub - 1]
+    assert "".join(watch["source"]) == "%%watch_inplace\n" + chapter5.CHANGING_LINE_PROGRAM.rstrip("\n")
+    assert watch["metadata"]["jupyter"]["outputs_hidden"] is True

@@ -30,7 +30,7 @@ INPLACE_ERROR = "modified by an inplace operation"
 
 def run_program(source: str) -> dict:
     """Run one exercise program (seeded) and return its variables; the program defines ``loss``."""
-    namespace = {"torch": torch}
+    namespace = {"torch": torch, "nn": torch.nn}
     torch.manual_seed(0)
     exec(source, namespace)  # noqa: S102 - our own fixed programs
     return namespace
@@ -522,28 +522,32 @@ def check_find_changing_line(answer):
 # Each truth runs torch when the check runs. The programs are source text, shown verbatim in the notebook.
 
 VERSIONS_PROGRAM = """\
-x = torch.zeros(4)
-middle = x[1:3]  # a view of x
-middle.add_(1)
-x.mul_(2)
-y = x + 0"""
+x = torch.zeros(3)
+x.add_(0)      # adds zero: no value changes
+x[0] = 0.0     # writes the value x[0] already holds
+y = x + 1      # a new tensor
+layer = nn.Linear(3, 2)"""
 
 
 def versions_truth() -> tuple[int, int, int]:
-    """``(x._version, middle._version, y._version)`` after ``VERSIONS_PROGRAM``."""
+    """``(x._version, y._version, layer.weight._version)`` after ``VERSIONS_PROGRAM``."""
     namespace = run_program(VERSIONS_PROGRAM)
-    return namespace["x"]._version, namespace["middle"]._version, namespace["y"]._version
+    return namespace["x"]._version, namespace["y"]._version, namespace["layer"].weight._version
 
 
 prediction(
     "ch5.q_versions",
     versions_truth,
-    why="a view shares its base's version counter, so both writes count for x and for middle. "
-    "x + 0 makes a new tensor, whose counter starts at 0.",
+    why="the counter counts writes, not changed values: add_(0) and x[0] = 0.0 each add one. x + 1 is a new "
+    "tensor with a counter of its own, at 0. nn.Linear fills its weight in place when it is made: version 1.",
     mistakes={
-        (1, 1, 0): "a view shares its base's counter: middle.add_(1) counts for x, and x.mul_(2) counts for middle.",
-        (2, 1, 0): "the counter is shared both ways: x.mul_(2) moves middle's version too.",
-        (2, 2, 2): "y = x + 0 is a new tensor with a counter of its own, which starts at 0.",
+        (0, 0, 0): "add_(0) and x[0] = 0.0 change no value, but each is an in-place write, and the counter counts "
+        "writes. nn.Linear fills its weight with random numbers in place when it is made.",
+        (0, 0, 1): "add_(0) and x[0] = 0.0 change no value, but each is an in-place write: the counter counts writes.",
+        (1, 0, 1): "x[0] = 0.0 is an in-place write too: it copies 0.0 into x's first element.",
+        (2, 0, 0): "nn.Linear fills its weight with random numbers in place when it is made, so the weight is at "
+        "version 1 before you use it.",
+        (2, 2, 1): "y = x + 1 is a new tensor with a counter of its own: the writes to x before it do not count.",
     },
 )
 
