@@ -117,3 +117,15 @@ def test_instructors_guide_quotes_each_chapters_stated_time_and_the_totals():
     measured = round(sum(stats.notebook_stats(path).minutes for path in CORE))
     assert f"({measured} measured;" in guide
     assert f"**{len(DEEP_DIVES)} deep dives**" in guide
+
+
+def test_readme_start_here_table_quotes_each_chapters_stated_time():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.split("## Start here", 1)[1].split("\n## ", 1)[0]
+    for path in CORE:
+        row = re.search(rf"^\| \[[^]]+\]\(notebooks/{path.name}\) \|.*\| (\d+) min \|$", start, re.MULTILINE)
+        assert row, f"README's Start here has no row for {path.name}"
+        assert int(row.group(1)) == stated_minutes(path), path.stem
+    measured = sum(stats.notebook_stats(path).minutes for path in CORE)
+    assert f"Measured now: {round(measured)} minutes, {measured / 60:.1f} hours." in start
+    assert f"The {len(DEEP_DIVES)} deep dives" in start
