@@ -49,19 +49,19 @@ def _views_truth() -> tuple[str, ...]:
 prediction(
     "ch0.q_views",
     _views_truth,
-    why="x.t() and x[:, 1] only change the strides and the offset, so they read x's storage. A list index such as "
-    "x[[0, 2]] copies the rows it picks. x.t().reshape(12) copies: no strides over x's storage read the "
-    "transposed elements as one row.",
+    why="x.t() and x[:, 1] only change the shape, the strides and the offset, so they read x's storage. An index "
+    "that is a list of integers, such as x[[0, 2]], copies the rows it picks. x.t().reshape(12) copies: no strides "
+    "over x's storage read the transposed elements as one row.",
     choices=("view", "copy"),
     mistakes={
         ("view", "view", "view", "view"): "x[[0, 2]] indexes with a list of integers, and that copies. "
         "x.t().reshape(12) copies too: reshape views only when some strides can describe the new shape.",
-        ("view", "view", "view", "copy"): "x[[0, 2]] indexes with a list of rows: that is advanced indexing, "
+        ("view", "view", "view", "copy"): "x[[0, 2]] indexes with a list of integers: that is advanced indexing, "
         "and it copies the rows it picks.",
         ("view", "view", "copy", "view"): "reshape views when it can, but the transposed elements of x.t() are not "
         "in storage order, so no strides read them as one row: reshape copies.",
-        ("view", "copy", "copy", "copy"): "x[:, 1] is a column: a slice with stride 4 over x's storage, a view "
-        "like any slice.",
+        ("view", "copy", "copy", "copy"): "x[:, 1] is a column: an integer index is basic indexing, so it reads "
+        "x's storage with stride 4. It is a view.",
         ("copy", "view", "copy", "copy"): "x.t() swaps the two strides and keeps x's storage: nothing is copied.",
     },
 )
@@ -109,12 +109,12 @@ def _saved_truth() -> str:
 prediction(
     "ch0.q_saved_memory",
     _saved_truth,
-    why="SinBackward0 keeps x2 itself for its derivative cos(x2): saving copies nothing, so the saved tensor is "
-    "x2's own memory.",
+    why="SinBackward0 keeps x2 itself for its derivative cos(x2): by default, saving copies nothing, so the saved "
+    "tensor is x2's own memory.",
     choices=("shared", "copy"),
     mistakes={
-        "copy": "autograd keeps a reference to x2, not a copy. That is why changing a saved tensor in place later "
-        "breaks backward.",
+        "copy": "By default, autograd keeps a reference to x2, not a copy. That is why changing a saved tensor in "
+        "place later can break backward.",
     },
 )
 
