@@ -424,7 +424,15 @@ def _finish_report(report: MemoryReport, ledger: _Ledger, phases: _Phases, timel
 
 
 class _StorageTracker(WatcherMode):
-    """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
+    """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time.
+
+    Compiled code runs compiled under it, as under the CPU's namer (``ignore_compile_internals``): on CUDA the
+    totals are the caching allocator's, whatever ran; the per-op timeline sees the ops compiled code dispatches.
+    """
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
 
     def __init__(self, device: torch.device, read_allocator=None):
         super().__init__()
@@ -1346,5 +1354,5 @@ def _measure_aten_outputs(device):
         report.unseen = (
             "a profiler was already running on this thread, so the CPU allocator's events could not be read: "
             "only the storages that aten ops return are counted (not kernels' scratch memory, not storage made "
-            "without an aten op, not other threads)",
+            "without an aten op or by compiled code, not other threads)",
         )
