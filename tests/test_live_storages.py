@@ -102,3 +102,38 @@ def test_what_a_block_made_is_found_in_the_young_generations_or_everywhere():
         gc.collect()  # moves it to the oldest generation: only a look at everything finds it
     assert watch.oldest_collected == 2 and key(made_too) in watch.made_since().storages
     assert gc.callbacks.count(watch._note) == 0
+
+
+def test_blocks_in_a_row_look_at_the_young_generations_only(monkeypatch):
+    """Every tensor is found whether the look is full or young; a collection of generation 1 or 2 since the last
+    look makes the next one full."""
+    looked_at = []
+    original = live_module._tensors_and_storages
+    monkeypatch.setattr(
+        live_module, "_tensors_and_storages", lambda generations: looked_at.append(generations) or original(generations)
+    )
+    live_storages(collect_young_garbage=True)
+    made_after = torch.ones(7)
+    assert key(made_after) in live_storages(collect_young_garbage=True).storages
+    promoted = torch.ones(9)
+    gc.collect()  # moves it into the oldest generation
+    found = live_storages().storages
+    assert key(promoted) in found and key(made_after) in found
+    assert looked_at[1:] == [(0, 1), (0, 1, 2)]
+
+
+def test_an_object_known_from_an_earlier_look_is_found_after_it_grew_old():
+    live_storages()
+    old = torch.ones(11)
+    live_storages()  # a young look lists it
+    gc.collect(1)  # it moves into the oldest generation; the count of collections changes: a full look next
+    assert key(old) in live_storages().storages
+    gc.disable()
+    try:
+        older = torch.ones(13)
+        live_storages()
+        gone = weakref.ref(older)
+        del older
+        assert gone() is None  # the inventory holds its objects weakly
+    finally:
+        gc.enable()

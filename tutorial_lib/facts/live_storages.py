@@ -7,7 +7,8 @@ does only while a profiler runs in the allocating thread. So a block of code tha
 lists, when a block starts, every CPU storage Python can reach, and watches each one for its free:
 
 - every tensor and storage object the garbage collector tracks (``gc.get_objects()``; tensors are tracked
-  wherever they are held: variables, lists, dicts, modules, optimizer state, a ``DataLoader``'s batch);
+  wherever they are held: variables, lists, dicts, modules, optimizer state, a ``DataLoader``'s batch, a
+  reference cycle not yet collected);
 - the ``.grad`` of each of those tensors (autograd keeps it in C++ and makes its Python object only when read);
 - the tensors saved in every autograd graph those tensors lead to (``grad_fn._raw_saved_*``), read without
   unpacking them, so no saved-tensor hook runs.
@@ -17,10 +18,14 @@ compiled function's constants). The profiler still reports its free when the all
 was made while an earlier profiler ran, a ``measure_memory`` block included) or when it is a file or shared-memory
 mapping (those report both ends themselves); ``measure_memory`` counts those events.
 
-Finding the tensors costs one pass over every object the garbage collector tracks (``benchmarks/
-bench_measure_memory.py`` times it), and a list of them all, 8 bytes an object, which ``tracemalloc`` sees: its
-peak is put back when that loses none of the peak it had before the look. ``made_since`` looks again at the end
-of a block, only at the objects made since its start where the collector's generations allow it.
+Finding the tensors the first time costs one pass over every object the garbage collector tracks, and a list of
+them all, 8 bytes an object, which ``tracemalloc`` sees (its peak is put back when that loses none of the peak it
+had before the look). The tensors found are then held weakly (``_Inventory``): the next look visits only the
+collector's young generations, where every object made since sits, unless a collection of an older generation
+ran in between (``benchmarks/bench_measure_memory.py`` times both). ``made_since`` looks again at the end of a
+block, only at the objects made since its start where the collector's generations allow it. The young garbage
+is collected when a block starts (``gc.collect(1)``): a cycle of objects holding tensors would otherwise be
+freed inside the block whenever a collection happened to run there.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import gc
 import itertools
 import tracemalloc
+import weakref
 
 import torch
 
@@ -67,22 +73,82 @@ def _subclasses(root: type) -> set[type]:
     return found
 
 
-def _tracked_objects(generations) -> list:
-    """The objects the collector tracks in ``generations`` (None: all of them)."""
-    if generations is None:
-        return gc.get_objects()
-    return [obj for generation in generations for obj in gc.get_objects(generation)]
-
-
-def _tensors_and_storages(objects) -> tuple[list, list]:
+def _tensors_and_storages(generations) -> tuple[list, list]:
+    """The tensor and storage objects the collector tracks in ``generations``. Types are compared with
+    ``type(obj)``, which calls nothing on an object (some module objects warn when touched)."""
     tensor_types = _subclasses(torch.Tensor)
-    storage_types = _subclasses(torch.UntypedStorage) | _subclasses(torch.storage.TypedStorage)
-    # type(obj) is read without calling anything on the object: some module objects warn when touched.
-    wanted = tensor_types | storage_types
-    found = list(itertools.compress(objects, map(wanted.__contains__, map(type, objects))))
+    wanted = tensor_types | _storage_types()
+    found = []
+    for generation in generations:
+        objects = gc.get_objects(generation)
+        try:
+            found.extend(itertools.compress(objects, map(wanted.__contains__, map(type, objects))))
+        finally:
+            # The list holds every object of the generation, so any cycle through it (a frame that holds it)
+            # would keep them all alive, tensors included, until the next collection: empty it now.
+            objects.clear()
     tensors = [obj for obj in found if type(obj) in tensor_types]
     storages = [obj for obj in found if type(obj) not in tensor_types]
     return tensors, storages
+
+
+class _Inventory:
+    """The tensor and storage objects found at the last full look, held weakly from one block to the next.
+
+    An object made since then sits in the collector's young generations (0 and 1) until a collection of
+    generation 1 or 2 moves it into the oldest one. So while the collector's count of those collections is
+    unchanged, a look at the young generations and at the objects listed here finds every tensor: a few
+    thousand objects instead of every one the process holds. ``.grad`` and saved tensors are read again each
+    time from the tensors themselves.
+    """
+
+    def __init__(self):
+        self.objects: dict[int, weakref.ref] = {}  # id -> a weak reference to the tensor or storage object
+        self.collections: tuple[int, int] | None = None  # of generations 1 and 2, when last brought up to date
+
+    @staticmethod
+    def older_collections() -> tuple[int, int]:
+        stats = gc.get_stats()
+        return stats[1]["collections"], stats[2]["collections"]
+
+    def look(self, collect_young_garbage: bool) -> tuple[list, list]:
+        """Every tensor and storage object alive now (see the class docstring).
+
+        With ``collect_young_garbage``, the young generations are collected (``gc.collect(1)``) after the objects
+        there are listed (weakly: garbage stays garbage) and before the living ones are returned, so that
+        garbage from before a block is not freed inside it by chance, and the collection does not make the next
+        look a full one.
+        """
+        if self.collections == self.older_collections():
+            tensors, storages = _tensors_and_storages((0, 1))
+        else:
+            self.objects.clear()
+            tensors, storages = _tensors_and_storages((0, 1, 2))
+        for obj in itertools.chain(tensors, storages):
+            known = self.objects.get(id(obj))
+            if known is None or known() is not obj:  # new, or a dead object's id used again
+                self.objects[id(obj)] = weakref.ref(obj)
+        tensors = storages = obj = None  # weakly held only, during the collection below
+        if collect_young_garbage:
+            gc.collect(1)
+        tensors, storages, storage_types = [], [], _storage_types()
+        for key, reference in list(self.objects.items()):
+            obj = reference()
+            if obj is None:
+                del self.objects[key]
+            elif type(obj) in storage_types:
+                storages.append(obj)
+            else:
+                tensors.append(obj)
+        self.collections = self.older_collections()
+        return tensors, storages
+
+
+def _storage_types() -> set[type]:
+    return _subclasses(torch.UntypedStorage) | _subclasses(torch.storage.TypedStorage)
+
+
+_inventory = _Inventory()
 
 
 def _saved_tensors(node, names_of: dict) -> list:
@@ -115,12 +181,13 @@ def _add_tensor(found: LiveStorages, tensor) -> None:
         pass
 
 
-def live_storages(generations=None) -> LiveStorages:
+def live_storages(generations=None, collect_young_garbage: bool = False) -> LiveStorages:
     """The CPU storages reachable now from the tensors and storages Python holds (see the module docstring).
 
     Args:
-        generations: None to look at every object the garbage collector tracks, or the collector's generations
-            to look in (``made_since``).
+        generations: None to look at every object the garbage collector tracks (through ``_Inventory``), or the
+            collector's generations to look in (``made_since``).
+        collect_young_garbage: with ``generations`` None, run ``gc.collect(1)`` first (see ``_Inventory.look``).
 
     Returns:
         A ``LiveStorages``.
@@ -128,15 +195,12 @@ def live_storages(generations=None) -> LiveStorages:
     found = LiveStorages()
     tracing = tracemalloc.is_tracing()
     peak_before = tracemalloc.get_traced_memory()[1] if tracing else 0
-    objects = _tracked_objects(generations)
-    try:
-        tensors, storages = _tensors_and_storages(objects)
-    finally:
-        # The list holds every object, so any cycle through it (a frame that holds it) would keep them all
-        # alive, tensors included, until the next collection: empty it now.
-        objects.clear()
+    if generations is None:
+        tensors, storages = _inventory.look(collect_young_garbage)
+    else:
+        tensors, storages = _tensors_and_storages(generations)
     if tracing and tracemalloc.get_traced_memory()[0] >= peak_before:
-        # The list (8 bytes an object) raised tracemalloc's peak; forgetting that loses none of the user's peak.
+        # The lists of objects raised tracemalloc's peak; forgetting that loses none of the user's peak.
         tracemalloc.reset_peak()
     for storage in storages:
         found.add(getattr(storage, "_untyped_storage", storage))  # a TypedStorage wraps an untyped one

@@ -89,7 +89,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import gc
 import itertools
 import os
 import sys
@@ -843,10 +842,10 @@ class _CpuBlock:
 
     def __init__(self):
         self.block_id = next(_block_ids)
-        # Young garbage from before the block (a cycle of objects holding tensors) would otherwise be freed in it
+        # Before the profiler starts: the storages whose frees it cannot report. Young garbage from before the
+        # block (a cycle of objects holding tensors) is collected first: it would otherwise be freed in the block
         # whenever a collection of the young generations happens to run there.
-        gc.collect(1)
-        before = live_storages()  # before the profiler starts: the storages whose frees it cannot report
+        before = live_storages(collect_young_garbage=True)
         self.graphs_capped = before.capped
         self.namer = _CpuOpNamer(self.block_id, before)
         del before
