@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import threading
 import tracemalloc
 import weakref
 
@@ -105,6 +106,7 @@ class _Inventory:
     def __init__(self):
         self.objects: dict[int, weakref.ref] = {}  # id -> a weak reference to the tensor or storage object
         self.collections: tuple[int, int] | None = None  # of generations 1 and 2, when last brought up to date
+        self.lock = threading.Lock()  # blocks may start in several threads at once
 
     @staticmethod
     def older_collections() -> tuple[int, int]:
@@ -119,6 +121,10 @@ class _Inventory:
         garbage from before a block is not freed inside it by chance, and the collection does not make the next
         look a full one.
         """
+        with self.lock:
+            return self._look(collect_young_garbage)
+
+    def _look(self, collect_young_garbage: bool) -> tuple[list, list]:
         if self.collections == self.older_collections():
             tensors, storages = _tensors_and_storages((0, 1))
         else:

@@ -1262,7 +1262,9 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
     Python cannot tell to be the allocator's (``torch.from_numpy``, ``torch.load``, after ``x.numpy()``: ``.unseen``
     gives the bytes), and all but the storages ops return when a profiler was already running (``.unseen`` says
     so). The module docstring has the details. C++ lines printed to file descriptor 2 during the block are passed
-    on when it ends (the profiler's own lines are dropped).
+    on when it ends (the profiler's own lines are dropped). Its own bookkeeping is Python memory (a weak reference
+    and a few numbers for each storage alive when the block starts), which ``tracemalloc`` sees: start
+    ``tracemalloc`` inside the block to leave it out.
 
     On CUDA they are differences of ``torch.cuda.memory_allocated()`` and ``max_memory_allocated()``, which count
     the caching allocator's blocks, not the tensors' bytes: in torch 2.13 (``c10/cuda/CUDACachingAllocator.cpp``,
