@@ -35,8 +35,8 @@ def measured_pair():
     with tl.measure_memory() as out_of_place:
         kept = (x * 2).relu().sum()
     with tl.measure_memory() as in_place:
-        kept = x.mul(2).relu_().sum()
-    del kept
+        kept_too = x.mul(2).relu_().sum()  # a name of its own: binding kept again would free the first sum here
+    del kept, kept_too
     return out_of_place, in_place
 
 
