@@ -653,3 +653,14 @@ def test_only_what_backward_itself_frees_is_an_activation(fallback):
     saved = next(a for a in mem.allocations if a.allocated_at == 0)
     assert (saved.allocated_by, saved.kind) == ("aten::sin", "activation")
     check_allocations_add_up(mem)
+
+
+def test_a_dispatch_mode_around_measure_memory_sees_only_the_users_ops():
+    """measure_memory looks at every live tensor; a jagged nested tensor answers .layout through the dispatcher, so
+    without care an outer dispatch mode (here trace_ops) saw `prim::layout` calls the user never made."""
+    kept = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged)
+    x = torch.randn(100, 100)
+    with trace_ops() as outside, measure_memory():
+        (x * 2).unique()
+    assert [r.name for r in outside] == ["aten::mul", "aten::_unique2"]
+    del kept

@@ -37,6 +37,7 @@ import tracemalloc
 import weakref
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 #: At most this many autograd nodes are walked for saved tensors per look; past it, ``LiveStorages.capped``.
 MAX_GRAPH_NODES = 100_000
@@ -198,6 +199,11 @@ def live_storages(generations=None, collect_young_garbage: bool = False) -> Live
     Returns:
         A ``LiveStorages``.
     """
+    with _disable_current_modes():  # a dispatch mode the user runs must not see this look (a nested tensor's .layout)
+        return _live_storages(generations, collect_young_garbage)
+
+
+def _live_storages(generations, collect_young_garbage: bool) -> LiveStorages:
     found = LiveStorages()
     tracing = tracemalloc.is_tracing()
     peak_before = tracemalloc.get_traced_memory()[1] if tracing else 0
