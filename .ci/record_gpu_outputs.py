@@ -1,8 +1,9 @@
 """Run every `gpu` cell of the course on this machine and write what it printed to a recording (JSON).
 
 For a maintainer with a GPU, or a GPU lent for a few minutes: the recording is what `store_gpu_outputs.py` puts
-into the notebooks on any machine afterwards. Each notebook's `gpu` cells run in order in one fresh kernel, in the
-notebook's folder, and nothing else of the notebook runs (a `gpu` cell is self-contained). The recording has the
+into the notebooks on any machine afterwards. Each notebook that has `gpu` cells runs top to bottom in one fresh
+kernel, in the notebook's folder (a `gpu` cell may use what earlier cells defined), errors allowed, and only the
+`gpu` cells' outputs are kept. The recording has the
 format of ../shared/gpu-runs/h100-2026-11/gpu_cell_outputs.json: per notebook, each cell's index, its source and
 its outputs as nbformat output objects, plus the machine it ran on.
 
@@ -38,13 +39,12 @@ def machine() -> dict:
 
 
 def record(path: Path, timeout: int = 600) -> list[dict]:
-    """Run the `gpu` cells of one notebook in a fresh kernel; return them with their new outputs."""
-    cells = gpu_cells(nbformat.read(path, as_version=4))
-    if not cells:
+    """Run one notebook that has `gpu` cells in a fresh kernel; return its `gpu` cells with their new outputs."""
+    notebook = nbformat.read(path, as_version=4)
+    if not gpu_cells(notebook):
         return []
-    runnable = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell.source) for _, cell in cells])
     client = NotebookClient(
-        runnable,
+        notebook,
         timeout=timeout,
         kernel_name="python3",
         allow_errors=True,
@@ -52,8 +52,8 @@ def record(path: Path, timeout: int = 600) -> list[dict]:
     )
     client.execute()
     return [
-        {"cell_index": index, "source": cell.source, "outputs": [dict(output) for output in ran.outputs]}
-        for (index, cell), ran in zip(cells, runnable.cells)
+        {"cell_index": index, "source": cell.source, "outputs": [dict(output) for output in cell.outputs]}
+        for index, cell in gpu_cells(notebook)
     ]
 
 

@@ -71,8 +71,8 @@ def test_make_notebooks_keeps_the_recorded_output_without_cuda(tmp_path):
     assert json.dumps(code[-1].outputs[0]["text"]) == json.dumps("2\n")
 
 
-def test_record_runs_only_the_gpu_cells_in_a_fresh_kernel_and_store_reads_the_recording(tmp_path):
-    path = notebook_with_a_gpu_cell(tmp_path)  # the cells around it define x; the gpu cell must not need them
+def test_record_runs_the_notebook_keeps_only_the_gpu_cells_and_store_reads_the_recording(tmp_path):
+    path = notebook_with_a_gpu_cell(tmp_path)
     recorder = load_script(Path(".ci/record_gpu_outputs.py"))
     out = tmp_path / "recording.json"
     assert recorder.main([str(out), str(path)]) == 0
