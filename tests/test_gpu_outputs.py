@@ -75,9 +75,11 @@ def test_record_runs_the_notebook_keeps_only_the_gpu_cells_and_store_reads_the_r
     path = notebook_with_a_gpu_cell(tmp_path)
     recorder = load_script(Path(".ci/record_gpu_outputs.py"))
     out = tmp_path / "recording.json"
-    assert recorder.main([str(out), str(path)]) == 0
+    assert recorder.main([str(out), "--executed", str(tmp_path / "ran"), str(path)]) == 0
     recording = json.loads(out.read_text())
     (cell,) = recording["n.ipynb"]
+    ran = nbformat.read(tmp_path / "ran" / "n.ipynb", as_version=4)  # the whole notebook, every cell's output
+    assert all(c.outputs for c in ran.cells if c.cell_type == "code")
     assert cell["cell_index"] == 1 and cell["source"] == GPU_SOURCE
     expected = "No CUDA device here\n" if not torch.cuda.is_available() else None
     if expected:
