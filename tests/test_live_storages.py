@@ -8,6 +8,7 @@ import gc
 import warnings
 import weakref
 
+import pytest
 import torch
 from torch import nn
 
@@ -137,3 +138,18 @@ def test_an_object_known_from_an_earlier_look_is_found_after_it_grew_old():
         assert gone() is None  # the inventory holds its objects weakly
     finally:
         gc.enable()
+
+
+def test_a_failed_compile_left_alive_does_not_break_the_next_block():
+    """torch.compile failing inside its backend leaves storages whose data pointer Python may not read; the
+    exception (kept by pytest.raises, or by a notebook as sys.last_value) keeps them alive. measure_memory crashed
+    with "invalid python storage" on every later block (issue 21's helper found it)."""
+    import tutorial_lib as tl
+
+    model = torch.compile(nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.ReLU(inplace=True)), backend="aot_eager")
+    with pytest.raises(Exception) as kept:
+        model(torch.randn(5, 3, requires_grad=True))
+    with tl.measure_memory() as mem:
+        y = torch.ones(3) * 2
+    assert mem.allocated == y.untyped_storage().nbytes()
+    del kept

@@ -56,12 +56,13 @@ class LiveStorages:
         self.capped = False
 
     def add(self, storage) -> None:
-        """Adds a CPU storage that holds memory (other devices, meta and empty storages are left out)."""
+        """Adds a CPU storage that holds memory (other devices, meta, fake and empty storages are left out)."""
         try:
             if storage.device.type != "cpu" or storage.nbytes() == 0:
                 return
+            storage.data_ptr()  # raises for a fake tensor's storage (one a failed torch.compile left alive)
             self.storages.setdefault(storage._cdata, storage)
-        except (RuntimeError, NotImplementedError, AttributeError):  # a storage-less wrapper subclass
+        except (RuntimeError, NotImplementedError, AttributeError):  # a storage-less wrapper subclass, a fake one
             return
 
 
