@@ -170,6 +170,8 @@ TESTED_BY = {
     "facts/memory.py": ["test_memory.py", "test_memory_allocator.py"],
     "facts/graph.py": ["test_graph.py", "test_edges_graph.py"],
     "facts/inplace_watch.py": ["test_inplace_watch.py"],
+    "facts/inplace_advice.py": ["test_inplace_advice.py", "test_inplace_watch.py"],
+    "facts/module_names.py": ["test_module_names.py", "test_inplace_watch.py"],
     "pictures/scene.py": ["test_renderers.py"],
     "pictures/render_mpl.py": ["test_renderers.py"],
     "pictures/render_svg.py": ["test_renderers.py"],

@@ -95,7 +95,7 @@ def test_the_clone_advice_for_a_write_through_an_earlier_view_makes_the_script_r
     path.write_text("\n".join(lines) + "\n")
     done = explain(path)
     assert done.returncode == 1
-    assert "Or clone() before the view is taken: line 5 writes through a view" in done.stderr
+    assert "Clone before the view is taken: y = y.clone() just before line 4 (v = y.view(2, 2))" in done.stderr
     assert "y = y.clone() just before line 5" not in done.stderr  # v would still write into y's old storage
     path.write_text("\n".join([*lines[:3], "y = y.clone()", *lines[3:]]) + "\n")  # before the view is taken
     done = explain(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import random
+import re
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from scripts import load_script
 from test_graph import random_program, run_program  # noqa: E402 - the random program generator
 
 import tutorial_lib as tl
+from tutorial_lib.facts.inplace_advice import Edit, apply_edits
 from tutorial_lib.facts.inplace_watch import attach_source_lines, explanation_of, is_library_frame, recent_watches
 
 CORPUS = pathlib.Path(__file__).parent / "inplace_corpus"
@@ -26,17 +28,43 @@ def load(path: pathlib.Path):
 
 
 def marked_lines(path: pathlib.Path, marker: str) -> tuple[int, ...]:
-    """Line numbers whose comment carries the marker word (``# SAVES``, ``# CHANGES``)."""
+    """Line numbers whose comment carries the marker word (``# SAVES``, ``# CHANGES``, ``# CHAIN``)."""
     lines = path.read_text().splitlines()
     return tuple(n for n, line in enumerate(lines, start=1) if marker in line.partition("#")[2].split())
 
 
+_INTENDED = re.compile(r"#.*?\b(INTENDED(?:_BEFORE|_AFTER)?): (.*)$")
+
+
+def intended_edits(path: pathlib.Path) -> list[Edit]:
+    """The fix a person would write, from the program's ``# INTENDED: code`` (this line becomes ``code``),
+    ``# INTENDED_BEFORE: code`` and ``# INTENDED_AFTER: code`` comments."""
+    edits = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        match = _INTENDED.search(line)
+        if match:
+            action = {"INTENDED": "replace", "INTENDED_BEFORE": "insert before", "INTENDED_AFTER": "insert after"}
+            edits.append(Edit(str(path), number, number, action[match.group(1)], match.group(2)))
+    return edits
+
+
+def run_source(source: str, path: pathlib.Path, tmp_path, name: str) -> list:
+    """Run the program ``source`` (a changed copy of the corpus program ``path``) and return what its run() returns."""
+    copy = tmp_path / f"{name}_{path.name}"
+    copy.write_text(source)
+    return load_script(copy, f"inplace_corpus_{name}_{path.stem}").run()
+
+
+def every_explanation(explanation) -> list:
+    return [explanation, *explanation.also_stale]
+
+
 def test_corpus_is_big_enough():
-    assert len(BUGGY) >= 20 and len(CORRECT) >= 20
+    assert len(BUGGY) >= 40 and len(CORRECT) >= 25
 
 
 @pytest.mark.parametrize("path", BUGGY, ids=lambda p: p.stem)
-def test_buggy_program_names_the_saving_and_changing_lines(path):
+def test_buggy_program_names_every_line_and_its_first_fix_gives_the_intended_gradients(path, tmp_path):
     program = load(path)
     with pytest.raises(RuntimeError) as plain:
         program.run()
@@ -48,13 +76,31 @@ def test_buggy_program_names_the_saving_and_changing_lines(path):
     explanation = explanation_of(error)
     assert explanation is not None, f"no explanation for {path.name}: {error}"
     assert watch.explanations == [explanation]
-    assert explanation.saved_at is not None and pathlib.Path(explanation.saved_at.filename) == path
-    assert explanation.saved_line == marked_lines(path, "SAVES")[0], str(explanation)
-    assert explanation.changed_lines == marked_lines(path, "CHANGES"), str(explanation)
-    assert all(pathlib.Path(w.line.filename) == path for w in explanation.changed_at)
-    assert explanation.current_version - explanation.saved_version == len(explanation.changed_at)
-    assert not explanation.unknown
-    assert str(explanation) in "\n".join(getattr(error, "__notes__", []))
+    text = str(explanation)
+    assert text in "\n".join(getattr(error, "__notes__", []))
+    everyone = every_explanation(explanation)
+    # every saving line and every changing line of every stale tensor, and nothing else
+    assert {e.saved_line for e in everyone} == set(marked_lines(path, "SAVES")), text
+    assert {n for e in everyone for n in e.changed_lines} == set(marked_lines(path, "CHANGES")), text
+    assert all(pathlib.Path(e.saved_at.filename) == path for e in everyone)
+    assert all(pathlib.Path(w.line.filename) == path for e in everyone for w in e.changed_at)
+    assert all(e.current_version - e.saved_version == len(e.changed_at) for e in everyone), text
+    assert not any(e.unknown for e in everyone), text
+    assert explanation.saved_line in marked_lines(path, "SAVES")
+    # the call chain names the caller that matters, and every line the real fix edits is named
+    callers = {c.lineno for e in everyone for c in (*e.saved_callers, *(c for w in e.changed_at for c in w.callers))}
+    assert set(marked_lines(path, "CHAIN")) <= callers, text
+    for edit in intended_edits(path):
+        assert f"{path.name}:{edit.first_line}" in text or f"line {edit.first_line}" in text, (edit, text)
+    # the first fix, applied as written, runs and computes what the program a person would fix computes
+    assert all(e.edits for e in everyone), text
+    assert all(edit.text in e.fixes[0] for e in everyone for edit in e.edits), text
+    source = path.read_text()
+    fixed = run_source(apply_edits(source, [edit for e in everyone for edit in e.edits]), path, tmp_path, "fixed")
+    intended = run_source(apply_edits(source, intended_edits(path)), path, tmp_path, "intended")
+    assert len(fixed) == len(intended) > 0
+    for got, want in zip(fixed, intended):
+        assert got is not None and same_bits(got, want), (got, want, text)
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=lambda p: p.stem)
@@ -438,13 +484,12 @@ def _run_script(tmp_path, name: str, lines: list[str]) -> None:
     exec(compile(path.read_text(), str(path), "exec"), {"__name__": name})
 
 
-def _clone_fix(tmp_path, name: str, lines: list[str]) -> str:
-    """The clone() advice the watch gives for the script (line numbers count the 'import torch' line)."""
+def _fixes(tmp_path, name: str, lines: list[str]):
+    """The explanation the watch gives for the script (line numbers count the 'import torch' line)."""
     with tl.watch_inplace():
         with pytest.raises(RuntimeError) as raised:
             _run_script(tmp_path, name, lines)
-    (fix,) = [f for f in explanation_of(raised.value).fixes if f.startswith("Or clone()")]
-    return fix
+    return explanation_of(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -456,13 +501,18 @@ def _clone_fix(tmp_path, name: str, lines: list[str]) -> str:
 )
 def test_the_clone_advice_for_a_write_through_a_view_makes_backward_work(tmp_path, lines, view_line, change_line):
     lines = ["x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)", *lines, "y.sum().backward()"]
-    fix = _clone_fix(tmp_path, "through_view", lines)
-    assert fix.startswith(f"Or clone() before the view is taken: line {change_line} writes through a view")
-    assert "Put y = y.clone() before the line that takes the view" in fix
-    # following it: y = y.clone() before the line that takes the view (line numbers count 'import torch')
+    explanation = _fixes(tmp_path, "through_view", lines)
+    first = explanation.fixes[0]
+    if view_line < change_line:
+        assert first.startswith(f"Clone before the view is taken: y = y.clone() just before line {view_line}")
+        assert f"line {change_line} writes through that view" in first
+    else:
+        assert first.startswith(f"Clone before the change: y = y.clone() just before line {change_line}")
+    (edit,) = explanation.edits
+    assert (edit.action, edit.first_line, edit.text) == ("insert before", view_line, "y = y.clone()")
     followed = [*lines[: view_line - 2], "y = y.clone()", *lines[view_line - 2 :]]
     _run_script(tmp_path, "followed", followed)
-    if view_line < change_line:  # the old advice, y = y.clone() just before the change, still raises
+    if view_line < change_line:  # y = y.clone() just before the change still raises: v views the old y
         old = [*lines[: change_line - 2], "y = y.clone()", *lines[change_line - 2 :]]
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             _run_script(tmp_path, "old_advice", old)
@@ -478,10 +528,15 @@ def test_the_clone_advice_for_a_write_through_a_view_makes_backward_work(tmp_pat
 )
 def test_the_clone_advice_before_the_change_makes_backward_work_when_no_other_view_writes(tmp_path, lines, written):
     lines = ["x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)", *lines]
-    fix = _clone_fix(tmp_path, "direct", lines)
     change_line = len(lines)  # the line before backward (counting 'import torch')
-    assert fix.startswith(f"Or clone() before the change: y = y.clone() just before line {change_line} ")
+    explanation = _fixes(tmp_path, "direct", lines)
+    clone = f"clone before the change: {written} = {written}.clone() just before line {change_line} "
+    assert any(fix.lower().removeprefix("or ").startswith(clone) for fix in explanation.fixes), explanation.fixes
     _run_script(tmp_path, "followed", [*lines[:-2], f"{written} = {written}.clone()", *lines[-2:]])
+    source = "import torch\n" + "\n".join(lines) + "\n"  # the first fix, applied as written, runs as well
+    path = tmp_path / "direct.py"
+    edits = [dataclasses.replace(e, filename=str(path)) for e in explanation.edits]
+    exec(compile(apply_edits(source, edits), str(path), "exec"), {"__name__": "applied"})
 
 
 def test_forward_under_an_earlier_watch_is_not_called_unwatched():
@@ -514,7 +569,7 @@ def test_watch_repr_says_one_write_and_one_node_line():
         ("b.fill_(3)", "Make a new tensor instead: b = torch.full_like(b, 3) instead of b.fill_(3)."),
         ("b.clamp_(min=0)", "Use the out-of-place form: b = b.clamp(min=0) instead of b.clamp_(min=0)."),
         ("b.masked_fill_(b > 1, 0)", "Use the out-of-place form: b = b.masked_fill(b > 1, 0) instead of"),
-        ("b[0] = 5", "Do not assign into a tensor autograd saved (b[0] = 5): collect the pieces in a list"),
+        ("b[0] = 5", "Clone before the assignment: b = b.clone() just before line 4 sends the change into a copy"),
     ],
 )
 def test_the_fix_names_the_scripts_tensor_and_fits_the_op(tmp_path, change, fix):
