@@ -565,8 +565,8 @@ def test_watch_repr_says_one_write_and_one_node_line():
     [
         ("b.mul_(2)", "Use the out-of-place form: b = b.mul(2) instead of b.mul_(2)."),
         ("b *= 2 + 1", "Use the out-of-place form: b = b * (2 + 1) instead of b *= 2 + 1."),
-        ("b.zero_()", "Make a new tensor instead: b = torch.zeros_like(b) instead of b.zero_()."),
-        ("b.fill_(3)", "Make a new tensor instead: b = torch.full_like(b, 3) instead of b.fill_(3)."),
+        ("b.zero_()", "Clone before the change: b = b.clone() just before line 4 sends the change into a copy"),
+        ("b.fill_(3)", "Clone before the change: b = b.clone() just before line 4 sends the change into a copy"),
         ("b.clamp_(min=0)", "Use the out-of-place form: b = b.clamp(min=0) instead of b.clamp_(min=0)."),
         ("b.masked_fill_(b > 1, 0)", "Use the out-of-place form: b = b.masked_fill(b > 1, 0) instead of"),
         ("b[0] = 5", "Clone before the assignment: b = b.clone() just before line 4 sends the change into a copy"),

@@ -248,11 +248,9 @@ def _replace(statement: Statement, new: str) -> Edit:
 def _out_of_place_method(receiver: str, method: str, arguments: str) -> str | None:
     """The out-of-place statement for ``receiver.method_(arguments)``, or None when torch has no such form."""
     plain = method.removesuffix("_")
-    if method == "zero_":
-        return f"{receiver} = torch.zeros_like({receiver})"
-    if method == "fill_" and re.fullmatch(r"-?[\d.eE+-]+|True|False", arguments.strip()):
-        return f"{receiver} = torch.full_like({receiver}, {arguments})"
-    if method in ("fill_", "copy_", "set_", "resize_", "resize_as_", "requires_grad_", "share_memory_"):
+    # zero_, fill_ and copy_ have no out-of-place method; torch.zeros_like(y) would cut y from the graph (and
+    # backward through y then fails), so a clone first is their fix
+    if method in ("zero_", "fill_", "copy_", "set_", "resize_", "resize_as_", "requires_grad_", "share_memory_"):
         return None
     if not hasattr(torch.Tensor, plain):
         return None
@@ -452,13 +450,19 @@ def _line_fixes(change: Change, statement: Statement, saved_text: str) -> list[F
                 container = ast.unparse(receiver.value)  # a tuple's item cannot be assigned: make it a list
                 new = f"{container} = list({container}); {new}"
             if new is not None:
-                verb = "Make a new tensor instead" if "zeros_like" in new or "full_like" in new else None
-                fixes.append(
-                    Fix(f"{verb or 'Use the out-of-place form'}: {new} instead of {text}.", (_replace(statement, new),))
-                )
+                fixes.append(Fix(f"Use the out-of-place form: {new} instead of {text}.", (_replace(statement, new),)))
         root = clone_root(receiver, element)
         if root is not None and not (element and _holds_tuple(statement, receiver.value)):
             fixes.append(_clone_fix(statement, root, saved_text, "Clone before the change"))
+        made = {"zero_": "torch.zeros_like({})", "fill_": "torch.full_like({}, " + _arguments_text(call) + ")"}
+        if method in made and alone and _is_plain_name(receiver):
+            name = ast.unparse(receiver)
+            fixes.append(
+                Fix(
+                    f"Or, when {name} needs no gradient from here on, make a new tensor: {name} = "
+                    f"{made[method].format(name)} instead of {text} (it is cut from the graph)."
+                )
+            )
         return fixes
     return fixes
 
