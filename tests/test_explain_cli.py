@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -31,12 +32,14 @@ if "other" in sys.argv[1:]:
 
 
 def explain(*args, cwd=ROOT):
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
         [sys.executable, "-m", "tutorial_lib.explain", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
+        env=environment,
     )
 
 
@@ -116,3 +119,36 @@ def test_other_errors_show_the_scripts_frames_only_and_interrupts_exit_130(tmp_p
     done = explain(path)
     assert done.returncode == 130 and done.stderr.rstrip().endswith("KeyboardInterrupt")
     assert "runpy" not in done.stderr
+
+
+SAME_RUN = """\
+import sys
+sys.path.insert(0, {tests!r})
+import torch
+from inplace_programs import digest
+
+for seed in range(12):  # random programs: prod, cumprod, _foreach_*_ over one tensor twice included
+    print(seed, digest(seed))
+
+
+@torch.compile(backend="aot_eager")
+def f(t):
+    return (t * 2).sin() * t
+
+
+a = torch.arange(4.0, requires_grad=True)
+out = f(a)
+out.sum().backward()
+print(out.grad_fn.name(), a.grad.tolist(), __file__ == {path!r})
+sys.exit(3)
+"""
+
+
+def test_the_command_changes_nothing_the_script_computes_or_prints(tmp_path):
+    path = tmp_path / "same.py"
+    path.write_text(SAME_RUN.format(tests=str(pathlib.Path(__file__).parent), path=str(path)))
+    plain = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    watched = explain("same.py", cwd=tmp_path)  # a relative path: __file__ is absolute all the same
+    assert plain.returncode == watched.returncode == 3, (plain.stderr, watched.stderr)
+    assert watched.stdout == plain.stdout
+    assert "CompiledFunctionBackward" in plain.stdout and plain.stdout.rstrip().endswith("True")

@@ -206,8 +206,9 @@ def _function_caller(frame):
 def _place_of(frame):
     """The interned place of the innermost user frame at or above ``frame``, with its callers; None if none.
 
-    The place is ``(flags, (file, line, function, offset), (file, line, function), ...)``: ``flags & COMPILED``
-    when the op came out of torch.compile'd code, ``flags & DIRECT`` when the user's line called the op itself (no
+    The place is ``(flags, (file, line, function, offset, compiled), (file, line, function), ...)``: ``flags &
+    COMPILED`` when the op came out of torch.compile'd code (then the line is the one that called the compiled
+    function, whose name is ``compiled``), ``flags & DIRECT`` when the user's line called the op itself (no
     Python of torch's in between, so one run of the line runs it once), the innermost line (its bytecode offset
     tells two calls on one line apart), then the lines that called it, innermost first, up to a frame at a
     module's top level or the first frame of Python's own library or an installed package.
@@ -224,10 +225,20 @@ def _place_of(frame):
     if frame is None:
         return None
     code = frame.f_code
-    if code.co_name == "forward":  # a custom Function's node is made by its apply() call
+    compiled_name = None
+    if flags & COMPILED:
+        # the frame torch.compile runs (its bytecode rewritten, its line numbers meaningless): name it, and take
+        # the line that called it
+        compiled_name = code.co_name
+        caller = frame.f_back
+        while caller is not None and _kind(caller.f_code.co_filename) not in (_USER, _OUTSIDE):
+            caller = caller.f_back
+        if caller is not None and _kind(caller.f_code.co_filename) == _USER:
+            frame, code = caller, caller.f_code
+    elif code.co_name == "forward":  # a custom Function's node is made by its apply() call
         frame = _function_caller(frame) or frame
         code = frame.f_code
-    key = [flags, (code.co_filename, frame.f_lineno, code.co_name, frame.f_lasti)]
+    key = [flags, (code.co_filename, frame.f_lineno, code.co_name, frame.f_lasti, compiled_name)]
     if code.co_name != "<module>":
         caller = frame.f_back
         while caller is not None and len(key) < MAX_CALLERS + 2:
@@ -1207,14 +1218,15 @@ def _explain_one(fn, saved, context: _Context, other_stale: int, message) -> Inp
     elif missing > 0:
         unknown[-1] = unknown[-1].replace("the saving line is unknown", "the saving and changing lines are unknown")
     if saved_place is not None and saved_place[0] & COMPILED:
+        name = f" ({saved_place[1][4]})" if saved_place[1][4] else ""
         unknown.append(
-            f"line {saved_place[1][1]} runs torch.compile'd code: the watcher sees the ops that code runs, not the "
-            "lines inside it"
+            f"saved inside torch.compile'd code{name}, called at line {saved_place[1][1]}: the watcher sees the ops "
+            "compiled code runs, not the lines inside it"
         )
-    if fn.name() == "CompiledFunctionBackward":
+    elif fn.name() == "CompiledFunctionBackward":
         unknown.append(
-            "a torch.compile'd function saved this tensor: its saving line is the call of that function, as far as "
-            "the watcher can tell"
+            "a torch.compile'd function saved this tensor: the watcher cannot see inside it, and its saving line "
+            "is the line that called it, as far as the watcher can tell"
         )
     notes: list[str] = []
     fixes: list[Fix] = []
