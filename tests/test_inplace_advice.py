@@ -117,6 +117,13 @@ grad = x.grad
             "h = h.clone(); h.detach().clamp_(max=0.6)",
         ),
         ("h.copy_(x)", "aten::copy_", "self", "Clone before the change: h = h.clone()", "h = h.clone(); h.copy_(x)"),
+        (
+            "torch.nn.init.zeros_(h)",
+            "aten::zero_",
+            "self",
+            "Clone before the change: h = h.clone()",
+            "h = h.clone(); torch.nn.init.zeros_(h)",
+        ),
     ],
 )
 def test_each_form_of_write_gets_a_first_fix_that_runs_and_computes_the_intended_gradient(

@@ -464,6 +464,13 @@ def _line_fixes(change: Change, statement: Statement, saved_text: str) -> list[F
                 )
             )
         return fixes
+    # another function that writes into its first argument (nn.init.zeros_(w), a helper named like one)
+    writers = [
+        c for c in _calls(node) if c.args and (getattr(c.func, "attr", None) or getattr(c.func, "id", "")).endswith("_")
+    ]
+    root = clone_root(writers[0].args[0]) if writers else None
+    if root is not None:
+        fixes.append(_clone_fix(statement, root, saved_text, "Clone before the change"))
     return fixes
 
 
