@@ -695,3 +695,101 @@ def test_a_tensor_saved_inside_compiled_code_is_named_by_the_line_that_called_it
     assert [w.line.text for w in explanation.changed_at] == ["s.add_(1)"]
     assert any("saved inside torch.compile'd code (squash)" in u for u in explanation.unknown)
     assert [line.text for line in watch.compiled_lines] == ["s = squash(a)  # the calling line"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# What the explanation says about real programs, item by item
+
+
+def explained(name: str):
+    with tl.watch_inplace():
+        with pytest.raises(RuntimeError) as raised:
+            load(CORPUS / f"{name}.py").run()
+    return explanation_of(raised.value)
+
+
+def test_an_inplace_module_is_named_by_its_path_and_the_line_that_built_it():
+    (write,) = explained("bug_dropout_inplace_in_sequential").changed_at
+    assert write.module == "classifier.main[2]: Dropout(p=0.5, inplace=True)"
+    assert write.built_at.lineno == 12 and write.built_at.text == "nn.Dropout(0.5, inplace=True),"
+    explanation = explained("bug_relu_inplace_module")
+    assert explanation.changed_at[0].module == "net.act: ReLU(inplace=True)"
+    assert explanation.fixes[0].startswith("Build net.act (ReLU(inplace=True)) without inplace=True:")
+
+
+def test_a_parameter_is_named_by_its_path_in_the_model():
+    explanation = explained("bug_actor_critic_step_between_backwards")
+    assert explanation.what == "critic.fc2.weight (input 'mat2' of addmm)"
+    assert explanation.also_stale == ()  # fc1's addmm saved no weight: its input, the state, needs no gradient
+
+
+def test_the_update_between_two_backward_calls_gets_the_fresh_forward_pass_first_and_the_leak_named():
+    explanation = explained("bug_gan_step_between_backwards_sgd_default")
+    first, second = explanation.fixes[:2]
+    assert (
+        first.startswith("retain_graph=True kept this graph") and "Run the forward pass again after the update" in first
+    )
+    assert "repeat line 12 (score = discriminator(fake)) right after line 15 (optimizer_d.step())" in first
+    assert "Calling optimizer_d.step() only after every backward() would also remove the error, but then" in first
+    assert second.startswith("Or update in the other order")
+    # the ground truth of that sentence: with step() after both backward calls, the discriminator's gradient at the
+    # step holds loss_g's gradient too
+    torch.manual_seed(0)
+    generator = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+    discriminator = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LeakyReLU(0.2), torch.nn.Linear(4, 1))
+    score = discriminator(generator(torch.randn(8, 2)))
+    torch.nn.functional.softplus(score).mean().backward(retain_graph=True)
+    own = [p.grad.clone() for p in discriminator.parameters()]
+    torch.nn.functional.softplus(-score).mean().backward()
+    assert all(not torch.allclose(a, p.grad) for a, p in zip(own, discriminator.parameters()))
+
+
+def test_state_carried_across_batches_and_a_tensor_saved_in_an_earlier_iteration_are_named():
+    explanation = explained("bug_lstm_state_carried_across_batches")
+    (note,) = explanation.notes
+    assert note.startswith("saved in an earlier batch: before the backward() at bug_lstm_state_carried_across_batches")
+    assert explanation.fixes[0].startswith("Detach the state carried from one batch to the next: h, c = h.detach()")
+    gru = explained("bug_gru_cell_state_carried")
+    assert "h = h.detach() right after line 19 (loss.backward(retain_graph=True))" in gru.fixes[0]  # between batches
+    explanation = explained("bug_saved_in_earlier_iteration")
+    assert explanation.notes == (
+        "saved in an earlier iteration: line 13 ran 1 more time after saving it, before line 15 changed it",
+    )
+    assert not explained("bug_two_changes").notes  # saved and changed in one pass: nothing to say
+
+
+def test_a_helper_called_from_many_places_is_shown_with_its_call_chain():
+    explanation = explained("bug_shared_helper_called_from_many_places")
+    assert explanation.saved_at.function == "forward" and explanation.saved_at.lineno == 13
+    assert [c.lineno for c in explanation.saved_callers][:2] == [24, 32]  # the third block's call, then the model's
+    assert "called from bug_shared_helper_called_from_many_places.py:24  c = self.blocks[2](b)" in str(explanation)
+
+
+def test_each_later_changing_line_gets_its_own_first_fix_named_by_its_line():
+    explanation = explained("bug_two_changes")
+    assert list(explanation.fixes) == [
+        "Use the out-of-place form: e = e.add(1) instead of e.add_(1).",
+        "Or clone before the change: e = e.clone() just before line 9 sends the change into a copy, so the saved "
+        "tensor stays at version 0 (saved at line 8).",
+        "Line 10 changes it too: use the out-of-place form: e = e.div(2) instead of e.div_(2).",
+    ]
+
+
+def test_a_write_into_a_stale_view_under_no_grad_makes_no_autograd_node():
+    """Asking a view whose base changed for its grad_fn (``is_leaf`` does) rebuilds it: a node, and a sequence
+    number, plain torch does not make there."""
+
+    def program():
+        a = torch.randn(4, requires_grad=True)
+        b = a * 2
+        v = b[:2]
+        b.mul_(3)  # v's grad_fn is out of date now
+        with torch.no_grad():
+            v.zero_()  # autograd does not look at v's grad_fn here
+        c = b.exp()
+        return c.grad_fn._sequence_nr() - b.grad_fn._sequence_nr()
+
+    plain = program()
+    with tl.watch_inplace():
+        watched = program()
+    assert plain == watched == 1

@@ -421,11 +421,16 @@ class _Watcher(WatcherMode):
                     continue
                 seen.append((tensor, version))
                 view, view_node = None, None
+                # a view that requires grad is no leaf; asking it (is_leaf reads grad_fn) would rebuild the grad_fn
+                # of a view whose base changed, a node plain torch makes only when someone asks
+                leaf = tensor.requires_grad and not tensor._is_view() and tensor.is_leaf
                 if tensor._is_view():
                     # where a view writes, its place in the storage: a clone of its base taken after the view
                     # leaves the view, and the write, on the old storage; and the node of the op that took it
                     view = (tensor.storage_offset(), tuple(tensor.stride()))
-                    view_fn = tensor.grad_fn if tensor.requires_grad else None
+                    # autograd has already read the view's grad_fn when grad mode is on; under no_grad, reading it
+                    # would rebuild it (a new node) where plain torch does not
+                    view_fn = tensor.grad_fn if tensor.requires_grad and torch.is_grad_enabled() else None
                     if view_fn is not None and _is_view_node(view_fn.name()):
                         view_node = view_fn._sequence_nr()
                 records.append(
@@ -445,7 +450,7 @@ class _Watcher(WatcherMode):
                         view_node,
                         modules,
                         root_name,
-                        tensor.requires_grad and tensor.is_leaf,
+                        leaf,
                     )
                 )
         return seen, records
@@ -998,19 +1003,12 @@ def _graph_between(roots, target) -> list:
     """The nodes on some path from the roots down to ``target`` (the roots and ``target`` included)."""
     order = _all_functions(roots)
     reaches: dict[int, bool] = {id(target): True}
-    for fn in reversed(order):  # breadth-first order reversed: a node's inputs mostly come later
-        if id(fn) in reaches:
-            continue
-        reaches[id(fn)] = False
     changed = True
-    while changed:  # a fixed point: graphs are small next to the cost of a failing training step
+    while changed:  # breadth-first order reversed puts a node's inputs first: one pass, or a few for odd graphs
         changed = False
-        for fn in order:
-            if reaches.get(id(fn)):
-                continue
-            if any(n is not None and reaches.get(id(n)) for n, _ in fn.next_functions):
-                reaches[id(fn)] = True
-                changed = True
+        for fn in reversed(order):
+            if not reaches.get(id(fn)) and any(n is not None and reaches.get(id(n)) for n, _ in fn.next_functions):
+                reaches[id(fn)] = changed = True
     return [fn for fn in order if reaches.get(id(fn))]
 
 
@@ -1149,7 +1147,8 @@ def _saved_text(writes, saved_at) -> str:
 
 
 def _write_fixes(watch, writes, saved_at, saved_placement=None) -> list[Fix]:
-    """Fixes for writes outside an optimizer: for each changing line, its own fixes (the first line's first)."""
+    """Fixes for writes outside an optimizer: the first changing line's, then the first fix of each later line (fixing
+    the first line often fixes the rest: its out-of-place form or clone leaves the later writes a new tensor)."""
     fixes: list[Fix] = []
     done = set()
     for record in writes:
@@ -1157,12 +1156,14 @@ def _write_fixes(watch, writes, saved_at, saved_placement=None) -> list[Fix]:
         if key in done:
             continue
         done.add(key)
-        change = _change_of(record, watch, saved_placement)
-        if record.argument == "out" and not change_fixes(change, _saved_text(writes, saved_at)):
-            fixes.append(Fix(f"Drop out=... from {op_name(record.op)}: let it return a new tensor."))
-            continue
-        found = change_fixes(change, _saved_text(writes, saved_at))
-        fixes += found or [Fix(_generic_fix(record.op))]
+        found = change_fixes(_change_of(record, watch, saved_placement), _saved_text(writes, saved_at))
+        if not found and record.argument == "out":
+            found = [Fix(f"Drop out=... from {op_name(record.op)}: let it return a new tensor.")]
+        found = found or [Fix(_generic_fix(record.op))]
+        if fixes and record.place is not None:  # a later line: its own first fix, in case the first line keeps writing
+            text = found[0].text
+            found = [Fix(f"Line {record.place[1][1]} changes it too: {text[0].lower()}{text[1:]}", found[0].edits)]
+        fixes += found
     return fixes
 
 
