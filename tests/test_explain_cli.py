@@ -31,8 +31,9 @@ if "other" in sys.argv[1:]:
 """
 
 
-def explain(*args, cwd=ROOT):
+def explain(*args, cwd=ROOT, **variables):
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    environment.update(variables)
     return subprocess.run(
         [sys.executable, "-m", "tutorial_lib.explain", *map(str, args)],
         cwd=cwd,
@@ -152,3 +153,34 @@ def test_the_command_changes_nothing_the_script_computes_or_prints(tmp_path):
     assert plain.returncode == watched.returncode == 3, (plain.stderr, watched.stderr)
     assert watched.stdout == plain.stdout
     assert "CompiledFunctionBackward" in plain.stdout and plain.stdout.rstrip().endswith("True")
+
+
+COMPILE_REFUSES = """\
+import torch
+from torch import nn
+
+model = torch.compile(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.ReLU(inplace=True)), backend="aot_eager")
+print("before")
+model(torch.randn(5, 3)).sum().backward()
+print("after")
+"""
+
+
+@pytest.mark.slow
+def test_a_model_torch_compile_refuses_fails_as_under_python_and_the_notes_command_names_the_lines(tmp_path):
+    # torch.compile traces the backward when it compiles: the version error comes in the first call, under python
+    # too; the command must not run the model eagerly instead (it did: the script printed "after" and exited 0)
+    path = tmp_path / "compiled.py"
+    path.write_text(COMPILE_REFUSES)
+    plain = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    watched = explain(path)
+    assert plain.returncode == watched.returncode == 1
+    assert plain.stdout == watched.stdout == "before\n"
+    (error,) = [line for line in plain.stderr.splitlines() if line.startswith("RuntimeError: one of the variables")]
+    assert error in watched.stderr.splitlines()
+    assert "torch.compile raised autograd's in-place error while it traced" in watched.stderr
+    assert "TORCH_COMPILE_DISABLE=1 python -m tutorial_lib.explain" in watched.stderr
+    uncompiled = explain(path, TORCH_COMPILE_DISABLE="1")  # what the note says to run: the lines, named
+    assert uncompiled.returncode == 1 and uncompiled.stdout == "before\n"
+    assert "changed at:   compiled.py:6  model(torch.randn(5, 3)).sum().backward()" in uncompiled.stderr
+    assert "ReLU(inplace=True)" in uncompiled.stderr
