@@ -171,6 +171,8 @@ TESTED_BY = {
     "facts/live_storages.py": ["test_live_storages.py"],
     "facts/graph.py": ["test_graph.py", "test_edges_graph.py"],
     "facts/inplace_watch.py": ["test_inplace_watch.py"],
+    "facts/inplace_advice.py": ["test_inplace_advice.py", "test_inplace_watch.py"],
+    "facts/module_names.py": ["test_module_names.py", "test_inplace_watch.py"],
     "pictures/scene.py": ["test_renderers.py"],
     "pictures/render_mpl.py": ["test_renderers.py"],
     "pictures/render_svg.py": ["test_renderers.py"],

@@ -153,7 +153,9 @@ def test_the_message_parts_are_found_in_the_message_and_tied_to_the_node_that_sa
     assert "float32" in tensor and "(3,)" in tensor and "FloatTensor" in tensor and "the result of exp" in tensor
     assert f"the box #{hazard.node_id} ExpBackward0 marked ⚠ in the picture" in creator  # by the id it shows
     assert texts[f"node-id:{hazard.node_id}"] == f"#{hazard.node_id}" and "made this tensor" in creator
-    assert "0 when it was saved by ExpBackward0, 1 now; 1 in-place write since" in versions
+    assert "0 when it was saved by ExpBackward0, 1 now: the tensor was written in place since" in versions
+    assert "(the counter moved by 1;" in versions and "can no longer vouch for the values" in versions
+    assert "gone" not in versions  # versions, not values: a write need not change a value
     assert f"“{texts[f'warning:{hazard.node_id}']}”" in versions  # quotes what the picture writes
 
 
@@ -218,7 +220,7 @@ def test_without_a_graph_the_parts_are_explained_without_a_picture():
     report = show_error(lambda: a.sum().backward())
     assert report.figure is None and [part.kind for part in report.parts] == ["tensor", "creator", "versions"]
     assert all(part.node_id is None for part in report.parts)
-    assert "2 now; 2 in-place writes since" in report.parts[2].explanation
+    assert "2 now: the tensor was written in place since (the counter moved by 2;" in report.parts[2].explanation
     assert "picture" not in " ".join(part.explanation for part in report.parts)
     assert report.parts[2].text == "is at version 2; expected version 0"
 
@@ -293,3 +295,27 @@ def test_the_tensor_part_is_found_for_every_dtype_as_torch_names_it(dtype):
         assert tensor.text.startswith("[CPU") and f"is torch's C++ name for {named} on CPU" in tensor.explanation
     else:  # "[torch.HalfTensor [2, 3]]"
         assert tensor.text.startswith("[torch.") and f"is torch's old name for {named}" in tensor.explanation
+
+
+def test_the_versions_part_counts_no_writes_for_one_mark_dirty_write_that_moves_the_counter_by_two():
+    # One write through a custom Function with ctx.mark_dirty moves the counter by 2 (the write inside forward,
+    # then mark_dirty's own bump): the text names the counter's move, not a number of writes.
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    e = a.exp()
+    before = e._version
+    Double.apply(e)
+    assert e._version - before == 2  # the ground truth the sentence must not turn into "2 writes"
+    report = show_error(lambda: e.sum().backward())
+    versions = report.parts[2].explanation
+    assert "the counter moved by 2" in versions and "in-place writes since" not in versions

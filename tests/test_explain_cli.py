@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -30,13 +31,16 @@ if "other" in sys.argv[1:]:
 """
 
 
-def explain(*args, cwd=ROOT):
+def explain(*args, cwd=ROOT, **variables):
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    environment.update(variables)
     return subprocess.run(
         [sys.executable, "-m", "tutorial_lib.explain", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
+        env=environment,
     )
 
 
@@ -95,7 +99,7 @@ def test_the_clone_advice_for_a_write_through_an_earlier_view_makes_the_script_r
     path.write_text("\n".join(lines) + "\n")
     done = explain(path)
     assert done.returncode == 1
-    assert "Or clone() before the view is taken: line 5 writes through a view" in done.stderr
+    assert "Clone before the view is taken: y = y.clone() just before line 4 (v = y.view(2, 2))" in done.stderr
     assert "y = y.clone() just before line 5" not in done.stderr  # v would still write into y's old storage
     path.write_text("\n".join([*lines[:3], "y = y.clone()", *lines[3:]]) + "\n")  # before the view is taken
     done = explain(path)
@@ -116,3 +120,67 @@ def test_other_errors_show_the_scripts_frames_only_and_interrupts_exit_130(tmp_p
     done = explain(path)
     assert done.returncode == 130 and done.stderr.rstrip().endswith("KeyboardInterrupt")
     assert "runpy" not in done.stderr
+
+
+SAME_RUN = """\
+import sys
+sys.path.insert(0, {tests!r})
+import torch
+from inplace_programs import digest
+
+for seed in range(12):  # random programs: prod, cumprod, _foreach_*_ over one tensor twice included
+    print(seed, digest(seed))
+
+
+@torch.compile(backend="aot_eager")
+def f(t):
+    return (t * 2).sin() * t
+
+
+a = torch.arange(4.0, requires_grad=True)
+out = f(a)
+out.sum().backward()
+print(out.grad_fn.name(), a.grad.tolist(), __file__ == {path!r})
+sys.exit(3)
+"""
+
+
+def test_the_command_changes_nothing_the_script_computes_or_prints(tmp_path):
+    path = tmp_path / "same.py"
+    path.write_text(SAME_RUN.format(tests=str(pathlib.Path(__file__).parent), path=str(path)))
+    plain = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    watched = explain("same.py", cwd=tmp_path)  # a relative path: __file__ is absolute all the same
+    assert plain.returncode == watched.returncode == 3, (plain.stderr, watched.stderr)
+    assert watched.stdout == plain.stdout
+    assert "CompiledFunctionBackward" in plain.stdout and plain.stdout.rstrip().endswith("True")
+
+
+COMPILE_REFUSES = """\
+import torch
+from torch import nn
+
+model = torch.compile(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.ReLU(inplace=True)), backend="aot_eager")
+print("before")
+model(torch.randn(5, 3)).sum().backward()
+print("after")
+"""
+
+
+@pytest.mark.slow
+def test_a_model_torch_compile_refuses_fails_as_under_python_and_the_notes_command_names_the_lines(tmp_path):
+    # torch.compile traces the backward when it compiles: the version error comes in the first call, under python
+    # too; the command must not run the model eagerly instead (it did: the script printed "after" and exited 0)
+    path = tmp_path / "compiled.py"
+    path.write_text(COMPILE_REFUSES)
+    plain = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    watched = explain(path)
+    assert plain.returncode == watched.returncode == 1
+    assert plain.stdout == watched.stdout == "before\n"
+    (error,) = [line for line in plain.stderr.splitlines() if line.startswith("RuntimeError: one of the variables")]
+    assert error in watched.stderr.splitlines()
+    assert "torch.compile raised autograd's in-place error while it traced" in watched.stderr
+    assert "TORCH_COMPILE_DISABLE=1 python -m tutorial_lib.explain" in watched.stderr
+    uncompiled = explain(path, TORCH_COMPILE_DISABLE="1")  # what the note says to run: the lines, named
+    assert uncompiled.returncode == 1 and uncompiled.stdout == "before\n"
+    assert "changed at:   compiled.py:6  model(torch.randn(5, 3)).sum().backward()" in uncompiled.stderr
+    assert "ReLU(inplace=True)" in uncompiled.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import matplotlib
@@ -140,3 +141,35 @@ def figures(output):
     """(allocated, peak) in bytes, read from the magic's first line."""
     found = re.search(r"allocated (-?[\d,]+) B.*peak ([\d,]+) B", output)
     return tuple(int(number.replace(",", "")) for number in found.groups())
+
+
+def test_the_watch_magic_changes_nothing_a_cell_computes_or_prints(shell, capsys):
+    tests = str(pathlib.Path(__file__).parent)
+    setup = (
+        f"import sys\nsys.path.insert(0, {tests!r})\nimport torch\nfrom inplace_programs import digest\n"
+        "@torch.compile(backend='aot_eager')\ndef compiled(t):\n    return (t * 2).sin() * t\n"
+        "compiled(torch.ones(3, requires_grad=True))\n"
+    )
+    assert run(shell, capsys, setup)[0].success  # compiled outside any watcher first
+    cell = (
+        "for seed in range(8):\n    print(seed, digest(seed))\n"
+        "a = torch.arange(3.0, requires_grad=True)\nout = compiled(a)\nout.sum().backward()\n"
+        "print(out.grad_fn.name(), a.grad.tolist())\n"
+    )
+    plain_result, plain = run(shell, capsys, cell)
+    watched_result, watched = run(shell, capsys, "%%watch_inplace\n" + cell)
+    assert plain_result.success and watched_result.success
+    assert watched == plain and "CompiledFunctionBackward" in plain
+
+
+@pytest.mark.filterwarnings("ignore:Error detected in ReluBackward0")  # torch's own, with or without the watcher
+def test_the_watch_magic_says_when_torch_compile_raised_the_inplace_error(shell, capsys):
+    cell = (
+        "%%watch_inplace\nimport torch\nfrom torch import nn\n"
+        "model = torch.compile(nn.Sequential(nn.ReLU(), nn.ReLU(inplace=True)), backend='aot_eager')\n"
+        "model(torch.randn(2, 3, requires_grad=True))\n"
+    )
+    result, output = run(shell, capsys, cell)
+    assert "is at version 1; expected version 0" in output  # the inner cell failed; IPython showed it
+    assert "torch.compile raised autograd's in-place error while it traced" in output
+    assert "torch._dynamo.config.disable = True" in output

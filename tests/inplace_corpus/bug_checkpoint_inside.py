@@ -13,6 +13,6 @@ def run():
     x = torch.randn(3)
     h = checkpoint(block, x, w, use_reentrant=False)
     g = h * w  # SAVES
-    h.mul_(2)  # CHANGES
+    h.mul_(2)  # CHANGES INTENDED: h = h.mul(2)
     g.sum().backward()
     return [w.grad]

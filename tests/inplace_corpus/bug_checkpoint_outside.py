@@ -12,6 +12,6 @@ def run():
     w = torch.randn(3, 3, requires_grad=True)
     h = checkpoint(block, torch.randn(2, 3), w, use_reentrant=False)
     e = h.exp()  # SAVES
-    e.add_(0.5)  # CHANGES
+    e.add_(0.5)  # CHANGES INTENDED: e = e.add(0.5)
     e.sum().backward()
     return [w.grad]

@@ -7,6 +7,6 @@ def run():
     a = torch.randn(3, 2, requires_grad=True)
     y = a * 1.5
     y[0].exp_()  # SAVES
-    y.mul_(2)  # CHANGES
+    y.mul_(2)  # CHANGES INTENDED: y = y * 2
     y.sum().backward()
     return [a.grad]

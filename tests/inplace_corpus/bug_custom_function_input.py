@@ -19,6 +19,6 @@ def run():
     a = torch.randn(4, requires_grad=True)
     h = a * 2
     y = Square.apply(h)  # SAVES
-    h.sub_(1)  # CHANGES
+    h.sub_(1)  # CHANGES INTENDED: h = h - 1
     y.sum().backward()
     return [a.grad]

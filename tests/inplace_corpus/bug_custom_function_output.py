@@ -19,6 +19,6 @@ def run():
     torch.manual_seed(0)
     a = torch.randn(3, requires_grad=True)
     y = Exp.apply(a)  # SAVES
-    y.mul_(2)  # CHANGES
+    y.mul_(2)  # CHANGES INTENDED: y = y * 2
     y.sum().backward()
     return [a.grad]

@@ -6,6 +6,6 @@ def run():
     torch.manual_seed(0)
     a = torch.randn(5, requires_grad=True)
     s = torch.sigmoid(a)  # SAVES
-    s.detach().clamp_(max=0.5)  # CHANGES
+    s.detach().clamp_(max=0.5)  # CHANGES INTENDED_BEFORE: s = s.clone()
     s.sum().backward()
     return [a.grad]

@@ -12,7 +12,7 @@ def run():
     score = discriminator(fake)  # SAVES
     loss_d = nn.functional.softplus(score).mean()
     loss_d.backward(retain_graph=True)
-    optimizer_d.step()  # CHANGES
+    optimizer_d.step()  # CHANGES INTENDED_AFTER: score = discriminator(fake)
     loss_g = nn.functional.softplus(-score).mean()
     loss_g.backward()
     return [p.grad for p in generator.parameters()]

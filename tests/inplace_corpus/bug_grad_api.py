@@ -7,5 +7,5 @@ def run():
     a = torch.randn(3, requires_grad=True)
     c = torch.cos(a)
     d = c * c  # SAVES
-    c.fill_(0.5)  # CHANGES
+    c.fill_(0.5)  # CHANGES INTENDED_BEFORE: c = c.clone()
     return list(torch.autograd.grad(d.sum(), [a]))

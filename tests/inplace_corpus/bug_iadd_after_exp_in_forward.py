@@ -10,7 +10,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         h = torch.exp(self.fc(x))  # SAVES
-        h += 1  # CHANGES
+        h += 1  # CHANGES INTENDED: h = h + 1
         return h
 
 

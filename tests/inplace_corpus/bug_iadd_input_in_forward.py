@@ -10,7 +10,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         y = self.fc(x)  # SAVES
-        x += 1  # CHANGES
+        x += 1  # CHANGES INTENDED: x = x + 1
         return y * x.sum()
 
 

@@ -6,7 +6,7 @@ def run():
     torch.manual_seed(0)
     a = torch.randn(6, requires_grad=True)
     s = torch.sigmoid(a)  # SAVES
-    with torch.no_grad():
+    with torch.no_grad():  # INTENDED_BEFORE: s = s.clone()
         torch.mul(a, 2, out=s)  # CHANGES
     s.sum().backward()
     return [a.grad]

@@ -9,6 +9,6 @@ def run():
     f[0] = 1.0
     for i in range(1, 5):
         previous = f[i - 1] * w  # SAVES
-        f[i] = torch.tanh(previous)  # CHANGES
+        f[i] = torch.tanh(previous)  # CHANGES INTENDED_BEFORE: f = f.clone()
     f.sum().backward()
     return [w.grad]

@@ -8,6 +8,6 @@ def run():
     state = torch.ones(4, 3) * 1.0
     rows = state.unbind(0)
     total = (rows[0] * w).sum()  # SAVES
-    state[1:] = state[1:] * 0.5  # CHANGES
+    state[1:] = state[1:] * 0.5  # CHANGES INTENDED_BEFORE: state = state.clone()
     total.backward()
     return [w.grad]

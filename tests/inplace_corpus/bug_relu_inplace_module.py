@@ -7,7 +7,7 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(3, 4)
-        self.act = nn.ReLU(inplace=True)
+        self.act = nn.ReLU(inplace=True)  # INTENDED: self.act = nn.ReLU()
 
     def forward(self, x):
         h = torch.sigmoid(self.fc(x))  # SAVES

@@ -10,7 +10,7 @@ class Block(nn.Module):
 
     def forward(self, x):
         y = self.conv(x)  # SAVES
-        x += torch.relu(y)  # CHANGES
+        x += torch.relu(y)  # CHANGES INTENDED: x = x + torch.relu(y)
         return x
 
 

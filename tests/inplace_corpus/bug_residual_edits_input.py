@@ -10,7 +10,7 @@ class Residual(nn.Module):
 
     def forward(self, x):
         out = torch.relu(self.fc(x))  # SAVES
-        x += out  # CHANGES
+        x += out  # CHANGES INTENDED: x = x + out
         return x
 
 

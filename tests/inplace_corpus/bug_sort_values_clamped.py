@@ -7,6 +7,6 @@ def run():
     a = torch.randn(7, requires_grad=True)
     values, indices = torch.sort(a)
     out = values.pow(3)  # SAVES
-    values.clamp_(min=0)  # CHANGES
+    values.clamp_(min=0)  # CHANGES INTENDED: values = values.clamp(min=0)
     out.sum().backward()
     return [a.grad]

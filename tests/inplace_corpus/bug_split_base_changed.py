@@ -8,6 +8,6 @@ def run():
     data = torch.randn(6)
     pieces = data.split(2)
     q = pieces[0] * w  # SAVES
-    data.mul_(3)  # CHANGES
+    data.mul_(3)  # CHANGES INTENDED: data = data * 3
     q.sum().backward()
     return [w.grad]

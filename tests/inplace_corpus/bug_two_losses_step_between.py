@@ -10,6 +10,6 @@ def run():
     first = h.pow(2).mean()
     second = h.abs().mean()
     first.backward(retain_graph=True)
-    optimizer.step()  # CHANGES
+    optimizer.step()  # CHANGES INTENDED_AFTER: h = torch.sin(w) @ torch.randn(3, 2); second = h.abs().mean()
     second.backward()
     return [w.grad]

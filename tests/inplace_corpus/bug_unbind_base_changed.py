@@ -8,6 +8,6 @@ def run():
     batch = torch.randn(2, 3)
     first, second = batch.unbind(0)
     p = (first * w) * second  # SAVES
-    batch.add_(1)  # CHANGES
+    batch.add_(1)  # CHANGES INTENDED: batch = batch + 1
     p.sum().backward()
     return [w.grad]

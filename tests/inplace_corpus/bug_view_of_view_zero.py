@@ -6,6 +6,6 @@ def run():
     torch.manual_seed(0)
     a = torch.randn(4, 3, requires_grad=True)
     t = torch.tanh(a)  # SAVES
-    t.view(-1)[::2].zero_()  # CHANGES
+    t.view(-1)[::2].zero_()  # CHANGES INTENDED_BEFORE: t = t.clone()
     t.sum().backward()
     return [a.grad]

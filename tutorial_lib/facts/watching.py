@@ -1,16 +1,24 @@
-"""The base of the library's two aten-level watchers, ``trace_ops`` and ``measure_memory``.
+"""The base of the library's aten-level watchers, ``trace_ops``, ``measure_memory`` and ``watch_inplace``.
 
 PyTorch wraps every ``TorchDispatchMode`` subclass's ``__torch_dispatch__`` in ``torch._dynamo.disable``,
 so that ``torch.compile`` never traces into it. The wrapper imports ``torch._dynamo`` on its first call,
 which takes more than a second: longer than anything else the first ``trace_ops`` block of a notebook
 does. The watchers here opt out of the wrapper (the hook PyTorch provides for this is ``_should_skip_dynamo``).
-That only matters under ``torch.compile``: a function compiled inside a ``trace_ops`` or ``measure_memory``
-block still runs and is recorded op by op (``tests/test_ops.py`` checks it with the eager backend).
+
+A watcher must never change the program it watches, and ``torch.compile`` is part of the program. Dynamo
+refuses to compile a frame while a dispatch mode is on the stack: it runs it eagerly instead, and marks the
+code so that it stays uncompiled after the block. The watchers therefore declare
+``ignore_compile_internals()``, torch's own switch for this: Dynamo and AOTAutograd compile exactly as they
+would without the watcher (the mode is off while they trace), and the compiled artifact runs with the mode
+on. A watcher sees the aten ops the compiled code dispatches (all of them with ``backend="eager"`` or
+``"aot_eager"``; with inductor only what its generated code calls through the dispatcher, not its fused
+kernels), and none of the Python lines inside it.
 
 A mode must also leave version counters as torch would without it. The ``_foreach_*_`` ops
 (``optimizer.step()`` with ``foreach=True``) bump no version when called from a dispatch mode on torch 2.13, so
 a watcher that simply called ``func(*args, **kwargs)`` would hide the in-place error it is meant to explain.
-Every watcher runs ops through ``call_keeping_versions``.
+Every watcher runs ops through ``call_keeping_versions``, which bumps once per list entry, as torch does (a
+list that names one tensor twice, or two views of one tensor, moves that counter twice).
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ class WatcherMode(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         return False
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """Let ``torch.compile`` compile as it would without the watcher (see the module docstring)."""
+        return True
 
 
 def storage_key(tensor: torch.Tensor):
@@ -106,11 +119,24 @@ def written_arguments(func) -> tuple:
     return known
 
 
-def bump_like_torch(seen) -> None:
-    """Bump each written tensor whose version the op left unchanged (see ``written_arguments``)."""
-    for tensor, version in seen:
-        if tensor_version(tensor) == version:
-            torch.autograd.graph.increment_version(tensor)
+def bump_like_torch(seen) -> list[int] | None:
+    """Bump the written tensors as torch would have, when the op bumped none of them (see ``written_arguments``).
+
+    Args:
+        seen: ``(tensor, version before the op)`` for each written list entry, in the op's order.
+
+    Returns:
+        Each entry's version right after its own bump (torch bumps once per entry, in order, so ``[y, y]``
+        moves ``y`` from 0 to 2, and its entries read 1 and 2), or None when the op bumped the counters itself
+        (CUDA's fast-path foreach kernels) and nothing was done.
+    """
+    if any(tensor_version(tensor) != version for tensor, version in seen):
+        return None
+    after = []
+    for tensor, _ in seen:
+        torch.autograd.graph.increment_version(tensor)
+        after.append(tensor_version(tensor))
+    return after
 
 
 def call_keeping_versions(func, args, kwargs):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..common.checks import describe, require_type, shape_text
-from ..common.text import dtype_name, plural, short_op_name, strip_hint
+from ..common.text import dtype_name, short_op_name, strip_hint
 from ..facts.graph import (
     FREED_ERROR_SECOND_BACKWARD,
     VERSION_ERROR,
@@ -343,7 +343,7 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
         parts.append(
             MessagePart("creator", creator_match.group(0), creator_match.start(), creator_match.end(), said, node_id)
         )
-    changes = plural(current - saved, "in-place write") if current > saved else "in-place writes"
+    moved = f"the counter moved by {current - saved}" if current > saved else "the counter moved"
     saver = f" by {hazard.node}" if hazard is not None else ""
     warning = dict(scene.texts()).get(f"warning:{node_id}") if scene is not None else None
     drawn = f" The picture's {hazard.node} box says “{warning}”." if warning else ""
@@ -353,8 +353,9 @@ def message_parts(message: str, hazards=(), scene=None) -> tuple[MessagePart, ..
             message[version_match.start() : version_match.end(2)],
             version_match.start(),
             version_match.end(2),
-            f"its version counter (t._version): {saved} when it was saved{saver}, {current} now; {changes} "
-            f"since, so the values backward needs are gone.{drawn}",
+            f"its version counter (t._version): {saved} when it was saved{saver}, {current} now: the tensor was "
+            f"written in place since ({moved}; each in-place write moves it by at least 1), so autograd can no "
+            f"longer vouch for the values backward needs, whether or not they actually changed.{drawn}",
             node_id,
         )
     )

@@ -1,12 +1,16 @@
 """``python -m tutorial_lib.explain script.py [args ...]``: run a script under ``watch_inplace``.
 
 The script runs as ``python script.py args ...`` would run it (``__name__ == "__main__"``, ``sys.argv``,
-its folder first on ``sys.path``). If ``backward()`` raises autograd's "modified by an inplace operation"
-error, the script's traceback (its own frames only), torch's message and the explanation are printed to
-stderr: the line that saved the stale tensor and every line that changed it. Any other error is printed as
-plain ``python`` prints it, without this command's and the watcher's frames. The exit code is the script's:
-0 when it finishes, its ``sys.exit`` code, 130 when it stops on ``KeyboardInterrupt`` (what a shell reports
-for plain ``python``, which ends by SIGINT), or 1 when it raises anything else.
+its folder first on ``sys.path``, an absolute ``__file__``), with the same output: the watcher prints nothing
+while the script runs, compiles ``torch.compile``'d code as ``python`` would, and changes no value, version
+counter or gradient. If ``backward()`` raises autograd's "modified by an inplace operation" error, the
+script's traceback (its own frames only), torch's message and the explanation are printed to stderr: the line
+that saved each stale tensor and every line that changed it, and the fixes. Any other error is printed as
+plain ``python`` prints it, without this command's and the watcher's frames; when ``torch.compile`` itself
+raised the in-place error (it traces the backward pass when it compiles a model), with a note saying the
+watcher cannot see inside compiled code and how to run the script uncompiled to see the lines. The exit code
+is the script's: 0 when it finishes, its ``sys.exit`` code, 130 when it stops on ``KeyboardInterrupt`` (what a
+shell reports for plain ``python``, which ends by SIGINT), or 1 when it raises anything else.
 """
 
 from __future__ import annotations
@@ -45,10 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tutorial_lib.explain: no such script: {script}\n{USAGE}", file=sys.stderr)
         return 2
     sys.argv = list(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    path = os.path.abspath(script)  # python sets an absolute __file__ for the script it runs (3.9 and later)
+    sys.path.insert(0, os.path.dirname(path))
     try:
         with watch_inplace():
-            runpy.run_path(script, run_name="__main__")
+            runpy.run_path(path, run_name="__main__")
     except SystemExit as exit_:
         code = exit_.code
         if code is None:

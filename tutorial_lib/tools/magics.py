@@ -3,8 +3,9 @@
 ``%%watch_inplace`` runs the cell under ``watch_inplace``. When ``backward()`` raises autograd's
 "modified by an inplace operation" error, the cell shows torch's message and the explanation (the line
 that saved the tensor, every line that changed it) instead of a long traceback. Any other error is shown
-as IPython always shows it (without the watcher's own frames), and a cell that runs without error shows
-nothing extra.
+as IPython always shows it (without the watcher's own frames; when ``torch.compile`` raised the in-place
+error while compiling, with a note that the watcher cannot see inside compiled code), and a cell that runs
+without error shows nothing extra.
 
 ``%%measure_memory`` runs the cell under ``measure_memory`` and shows what it left allocated, its peak,
 and the memory timeline picture, as ``%%timeit`` does for time. ``%%measure_memory cuda`` measures a GPU.
@@ -20,7 +21,7 @@ import shlex
 from IPython.core.magic import Magics, cell_magic, magics_class
 
 from ..common.text import plural
-from ..facts.inplace_watch import watch_inplace, without_library_frames
+from ..facts.inplace_watch import COMPILED_NOTE, compile_time_version_error, watch_inplace, without_library_frames
 from ..facts.memory import OUTSIDE_ANY_OP, format_bytes, measure_memory
 
 
@@ -40,6 +41,8 @@ class TutorialMagics(Magics):
         def explain(shell_, kind, value, traceback, tb_offset=None):
             explanation = getattr(value, "inplace_explanation", None)
             if explanation is None:  # not the version error: IPython's usual traceback
+                if compile_time_version_error(value) and COMPILED_NOTE not in getattr(value, "__notes__", ()):
+                    value.add_note(COMPILED_NOTE)
                 value.__traceback__ = traceback
                 without_library_frames(value)
                 shell_.showtraceback((kind, value, value.__traceback__), tb_offset=tb_offset)
