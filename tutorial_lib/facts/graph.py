@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import re
 import threading
 import warnings
@@ -50,6 +49,7 @@ import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor, require_type, shape_text
 from ..common.text import dtype_name, plural, short_op_name
+from .storage import unravel_index
 from .watching import storage_key
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
@@ -900,9 +900,10 @@ def preview(tensor: torch.Tensor | None, max_values: int = 6) -> str | None:
     detached = tensor.detach()
     if detached.is_contiguous():
         first = detached.reshape(-1)[:max_values].tolist()
-    else:  # reshape would copy the whole tensor: read only the first few elements
-        indices = itertools.islice(itertools.product(*map(range, detached.shape)), max_values)
-        first = [detached[index].item() for index in indices]
+    else:  # reshape would copy the whole tensor: read only the first few elements, each by its index (work and
+        # memory grow with max_values and the number of dimensions, never with the sizes: expand(10**8) is instant)
+        count = min(max_values, detached.numel())
+        first = [detached[unravel_index(position, detached.shape)].item() for position in range(count)]
     shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in first]
     if tensor.dim() == 0:
         return shown[0]
@@ -914,12 +915,17 @@ def _leaf_label(variable: torch.Tensor, names: dict[int, str]) -> str:
     return names.get(id(variable), "leaf " + shape_text(variable.shape))
 
 
-def _require_graph_tensor(t) -> torch.Tensor:
+def require_graph_tensor(t, name: str = "t") -> torch.Tensor:
     """``require_tensor``, and not nested: a strided nested tensor passes the layout check but has no
-    single shape (torch raises an internal error when asked for its sizes)."""
-    tensor = require_tensor(t, "t")
+    single shape (torch raises an internal error when asked for its sizes). Errors name the argument ``name``.
+
+    Raises:
+        TypeError: not a tensor.
+        ValueError: sparse (or another layout) or nested.
+    """
+    tensor = require_tensor(t, name)
     if tensor.is_nested:
-        raise ValueError("t must not be a nested tensor: it has no single shape; use .to_padded_tensor() first")
+        raise ValueError(f"{name} must not be a nested tensor: it has no single shape; use .to_padded_tensor() first")
     return tensor
 
 
@@ -999,7 +1005,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         RuntimeError: torch's own, when autograd refuses to build ``t.grad_fn`` (a ``split()`` or
             ``unbind()`` output whose base was changed in place), as ``t.backward()`` would.
     """
-    tensor = _require_graph_tensor(t)
+    tensor = require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _leaf_names(names)
     output_label = "output " + shape_text(tensor.shape)
@@ -1218,7 +1224,7 @@ def inplace_hazards(t) -> HazardList:
         ValueError: ``t`` is sparse or nested.
         RuntimeError: torch's own, when autograd refuses to build ``t.grad_fn`` (see ``autograd_graph``).
     """
-    tensor = _require_graph_tensor(t)
+    tensor = require_graph_tensor(t)
     graph = autograd_graph(tensor, max_nodes=2**62)
     hazards = []
     for node in graph.nodes:

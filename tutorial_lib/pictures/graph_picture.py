@@ -20,7 +20,14 @@ import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, require_type, shape_text
 from ..common.text import plural, short_op_name
-from ..facts.graph import Graph, autograd_graph, custom_function_saver, forward_op_name, inplace_hazards
+from ..facts.graph import (
+    Graph,
+    autograd_graph,
+    custom_function_saver,
+    forward_op_name,
+    inplace_hazards,
+    require_graph_tensor,
+)
 from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
@@ -308,7 +315,7 @@ def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond:
         parts.append("values: " + ", ".join(f"{n.label} = {n.value}{grad}" for n, grad in zip(shown, grads)))
     if notes:
         parts.append("; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(notes.items())))
-    return "; ".join(parts) + ".", messages
+    return visible("; ".join(parts) + "."), messages  # control characters in names written as escapes, as drawn
 
 
 def _rounded(left: float, top: float, width: float, height: float) -> tuple:
@@ -491,7 +498,7 @@ def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
 def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, new_nodes=(), newly_stale=()):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
     require_type(t_or_graph, (torch.Tensor, Graph), "t_or_graph", "a torch.Tensor or a Graph (or a list of them)")
-    tensor = t_or_graph if isinstance(t_or_graph, torch.Tensor) else None
+    tensor = require_graph_tensor(t_or_graph, "t_or_graph") if isinstance(t_or_graph, torch.Tensor) else None
     if tensor is None and names is not None:
         raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
     require_bool(show_values, "show_values")
