@@ -399,6 +399,9 @@ class GraphStepper(Explorer):
                         for n, a, sv, cv, state in rows
                     )
                 )
+            kept = [f"{node.name}.{item.attribute}" for node in g.nodes for item in node.kept]
+            if kept:
+                parts.append(f"kept on ctx (backward() does not free them): {', '.join(kept)}")
             if self.hazards:
                 parts.append(
                     "⚠ "
