@@ -160,3 +160,63 @@ def test_many_dimensions_that_continue_each_other_are_one(dims):
     assert tl.shares_memory(over_array[0], over_array[1]) is False
     assert tl.shares_memory(over_array[0], array) is True
     assert tl.shares_memory(array[::2], over_array.reshape(-1)[1::2]) is np.shares_memory(array[::2], array[1::2])
+
+
+# ------------------------------------------------------------------- the acceptance: every public function
+
+
+def expanded_huge() -> torch.Tensor:
+    """10^8 elements (4 bytes of storage): a huge tensor any function may be handed."""
+    return torch.arange(3.0)[1:2].expand(HUGE)
+
+
+def sixty_four_dims() -> torch.Tensor:
+    """64 dimensions (16 of size 2), permuted: 65,536 elements whose layout is anything but simple."""
+    return torch.arange(2.0**16).view([2] * 16 + [1] * 48).permute(*reversed(range(64)))
+
+
+PUBLIC_CALLS = {
+    "layout": lambda t: tl.layout(t),
+    "layout_summary": lambda t: tl.layout_summary(t, t[..., :1] if t.dim() else t),
+    "draw_layout": lambda t: plt_close(tl.draw_layout(t, t.flatten()[:1] if t.numel() < 10**6 else t[:1])),
+    "shares_memory": lambda t: tl.shares_memory(t, t[..., :1]),
+    "same_storage": lambda t: tl.same_storage(t, t[..., :1]),
+    "view_or_copy": lambda t: tl.view_or_copy(["x[..., :1]", "x.detach()", "x.data", "x.unsqueeze(0)"], x=t),
+    "op_table": lambda t: tl.op_table(["x[..., :1]", "x.detach()"], x=t)._repr_html_(),
+    "view_copy_explorer": lambda t: tl.view_copy_explorer(t, operations=["x.detach()", "x.unsqueeze(0)"]),
+    "autograd_graph": lambda t: tl.autograd_graph(graph_of(t)),
+    "inplace_hazards": lambda t: tl.inplace_hazards(graph_of(t)),
+    "graph_svg": lambda t: tl.graph_svg(graph_of(t), show_values=True),
+    "draw_graph": lambda t: plt_close(tl.draw_graph(graph_of(t), show_values=True)),
+    "show_error": lambda t: tl.show_error(lambda: None, graph_of=graph_of(t)),
+    "trace_ops": lambda t: trace(lambda: t[..., :1].unsqueeze(0)),
+}
+
+
+def plt_close(figure):
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+
+
+def graph_of(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s layout with a graph behind it (``* 1`` of one leaf element, then the same strides)."""
+    leaf = torch.ones(1, requires_grad=True)
+    return (leaf * 1).as_strided(t.shape, [0] * t.dim()) if t.dim() else leaf * 1
+
+
+def trace(fn):
+    with tl.trace_ops() as records:
+        fn()
+    return records
+
+
+@pytest.mark.parametrize("make", [expanded_huge, sixty_four_dims], ids=["1e8 elements", "64 dims"])
+@pytest.mark.parametrize("name", list(PUBLIC_CALLS))
+def test_every_public_function_answers_huge_inputs_with_little_work(name, make):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    PUBLIC_CALLS[name](torch.arange(6.0).view(2, 3))  # imports and first-call caches are not the work
+    tensor = make()
+    assert_small_work(lambda: PUBLIC_CALLS[name](tensor))

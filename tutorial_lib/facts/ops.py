@@ -732,7 +732,7 @@ def _held_by(inputs: dict) -> list:
             if (value.is_leaf or value.retains_grad) and value.grad is not None:  # a non-leaf's .grad warns
                 held.append(value.grad)
         elif type(value) is not np.ndarray:
-            held.extend(item for item in vars(value).values() if isinstance(item, np.ndarray))
+            held.extend(item for item in getattr(value, "__dict__", {}).values() if isinstance(item, np.ndarray))
     return [item for item in held if not any(item is value for value in inputs.values())]
 
 

@@ -62,15 +62,6 @@ def _figure_for(scene: Scene, ax, fig):
     return fig, fig.add_axes((0, 0, 1, 1)), scale
 
 
-def _invisible(style) -> bool:
-    """Whether shapes of ``style`` show nothing: no hatch, no outline, and a fill that is none or fully transparent."""
-    from matplotlib.colors import to_rgba
-
-    if style.hatch or (style.width and style.edge != "none"):
-        return False
-    return style.fill == "none" or to_rgba(style.fill)[3] == 0
-
-
 def render(scene, ax=None, fig=None):
     """Draw a ``Scene`` with matplotlib and return the figure.
 
@@ -118,8 +109,6 @@ def render(scene, ax=None, fig=None):
                 )
                 artist.set_clip_path(clip)
                 ax.add_artist(artist)
-            continue
-        if _invisible(style):  # hover areas for the SVG (a timeline's one per op): nothing to draw here
             continue
         width = style.width * max(0.4, scale)
         edge = style.edge if width else "none"

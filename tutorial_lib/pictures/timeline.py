@@ -282,8 +282,11 @@ def _band_points(heights: list, bottoms: list, x_of, scale) -> list[list[tuple]]
         for column in stretch:
             left, right = x_of(column, column != stretch[-1])
             top_y, bottom_y = scale(bottoms[column] + heights[column]), scale(bottoms[column])
-            top += [(left, top_y), (right, top_y)]
-            bottom += [(left, bottom_y), (right, bottom_y)]
+            for edge, y in ((top, top_y), (bottom, bottom_y)):
+                if edge and edge[-1][1] == y:  # level with the column before: extend its run, no new corner
+                    edge[-1] = (right, y)
+                else:
+                    edge += [(left, y), (right, y)]
         outlines.append(top + bottom[::-1])
     return outlines
 
@@ -441,16 +444,19 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
 
 
 def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers) -> None:
-    """A hover area per op column, and the ops' names under their columns (every ``every``-th); the hover texts
-    go into ``hovers`` unless it is None (a matplotlib figure shows none: 40,000 texts would cost seconds)."""
+    """A hover area per op column with its text in ``hovers``, and the ops' names under their columns (every
+    ``every``-th); with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000 would cost seconds)."""
     per_column = _per_column(report) if hovers is not None else None
     for column, (name, _) in enumerate(report.timeline):
+        named = show_ops and panel.columns[column] % every == 0
+        if hovers is None and not named:
+            continue
         left, right = panel.x_of(column, False)
         ident = f"{panel.prefix}-op-{column}"
-        items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
         if hovers is not None:
+            items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
             hovers[ident] = _op_hover(report, column, per_column)
-        if show_ops and panel.columns[column] % every == 0:
+        if named:
             text = _tick_name(name)
             y = panel.frame_bottom + 4 + text_width(text, "mono", SMALL_FONT)
             items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
