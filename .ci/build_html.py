@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
+from notebook_paths import CORE_DIR, core_notebooks, deep_dives
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "html_template"
@@ -30,7 +31,8 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 REMOTE = re.compile(r"<(?:script|link|img|iframe|source)\b[^>]*\b(?:src|href)=[\"']?(?:https?:)?//", re.IGNORECASE)
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\s](?:[^$]*?[^$\s])?)\$", re.DOTALL)
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.DOTALL)
-NOTEBOOK_LINK = re.compile(r"\]\(((?:\./)?\d\d_[A-Za-z0-9_]+)\.ipynb(#[^)]*)?\)")
+# A relative link to another notebook: 01_x.ipynb, deep_dives/why_y.ipynb, ../02_z.ipynb#a-section.
+NOTEBOOK_LINK = re.compile(r"\]\(((?:\.{1,2}/)*(?:deep_dives/)?[A-Za-z0-9_]+)\.ipynb(#[^)]*)?\)")
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,6 +67,7 @@ def prepare(notebook) -> None:
                 lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", render_math(cell.source)
             )
         elif cell.cell_type == "code":
+            cell.metadata.get("jupyter", {}).pop("outputs_hidden", None)  # a reading copy cannot run the reveal
             for output in cell.get("outputs", []):
                 if WIDGET in output.get("data", {}):
                     del output["data"][WIDGET]  # the text/plain summary stays
@@ -84,26 +87,36 @@ def build(out: Path) -> list[Path]:
     )
     out.mkdir(parents=True, exist_ok=True)
     entries = []
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in core_notebooks() + deep_dives():
         notebook = nbformat.read(path, as_version=4)
         title, intro = title_and_intro(notebook)
         prepare(notebook)
         body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
-        page = out / f"{path.stem}.html"
+        page = out / path.relative_to(CORE_DIR).with_suffix(".html")
+        page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(body, encoding="utf-8")
         entries.append((page, title, intro))
-    items = "\n".join(
-        f'<li><a href="{page.name}">{html.escape(title)}</a><p>{html.escape(re.sub(r"[*_`]", "", intro))}</p></li>'
-        for page, title, intro in entries
-    )
+
+    def items(pages):
+        return "\n".join(
+            f'<li><a href="{page.relative_to(out).as_posix()}">{html.escape(title)}</a>'
+            f"<p>{html.escape(re.sub(r'[*_`]', '', intro))}</p></li>"
+            for page, title, intro in pages
+        )
+
+    core = [entry for entry in entries if entry[0].parent == out]
+    deep = [entry for entry in entries if entry[0].parent != out]
     index = out / "index.html"
     index.write_text(
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>How PyTorch tensors live in memory</title>"
         "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto;line-height:1.5}li{margin-bottom:1em}"
         "p{margin:0.2em 0;color:#444}</style></head><body><h1>How PyTorch tensors live in memory: reading copy</h1>"
-        "<p>A static copy of the course's notebooks with their stored outputs, in chapter order. To run the code and "
-        "use the explorers, open the notebooks in JupyterLab (<code>make lab</code>).</p>"
-        f"<ol start='0'>\n{items}\n</ol></body></html>",
+        "<p>A static copy of the course's notebooks with their stored outputs: the core path in chapter order, then "
+        "the deep dives. To run the code and use the explorers, open the notebooks in JupyterLab "
+        "(<code>make lab</code>).</p>"
+        f"<h2>The core path</h2><ol start='0'>\n{items(core)}\n</ol>"
+        + (f"<h2>Deep dives</h2><ul>\n{items(deep)}\n</ul>" if deep else "")
+        + "</body></html>",
         encoding="utf-8",
     )
     pages = [index] + [page for page, _, _ in entries]

@@ -16,13 +16,26 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from notebook_paths import all_notebooks
-from reset_exercises import tag_exercise_cells
+from reset_exercises import PREDICT_TAG, tag_exercise_cells
 from setup_cell import ensure_setup_cell
 
 KEEP_CELL_METADATA = {"tags", "collapsed", "jupyter", "editable", "deletable"}
 
 
 GPU_TAG = "gpu"
+
+
+def collapse_reveals(notebook) -> int:
+    """Collapse the stored output of the code cell right after each prediction, so that a learner who opens the
+    notebook does not read the answer before predicting. JupyterLab shows such an output again as soon as the cell
+    runs (CodeCell.execute sets outputHidden to false); nbval and `make html` still see it. Returns how many."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    collapsed = 0
+    for cell, after in zip(code, code[1:]):
+        if PREDICT_TAG in cell.metadata.get("tags", []) and PREDICT_TAG not in after.metadata.get("tags", []):
+            after.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
+            collapsed += 1
+    return collapsed
 
 
 def cuda_available() -> bool:
@@ -35,6 +48,7 @@ def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     ensure_setup_cell(notebook)
     tag_exercise_cells(notebook)  # what `make reset-exercises` restores
+    collapse_reveals(notebook)
     gpu_cells = [cell for cell in notebook.cells if GPU_TAG in cell.metadata.get("tags", [])]
     recorded = [cell.get("outputs", []) for cell in gpu_cells]
     client = NotebookClient(

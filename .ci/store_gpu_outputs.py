@@ -35,6 +35,8 @@ def recorded_cells(recording: dict) -> dict[str, list]:
     """``{code of the cell: its outputs}`` over every notebook of the recording."""
     cells = {}
     for notebook_cells in recording.values():
+        if not isinstance(notebook_cells, list):
+            continue  # "_machine": where the recording was made
         for cell in notebook_cells:
             cells[code_only(cell["source"])] = cell["outputs"]
     return cells

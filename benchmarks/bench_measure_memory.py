@@ -5,9 +5,17 @@ Prints two tables. Time: the median of each workload run plain, under the aten-l
 `tutorial_lib.facts.memory._measure_aten_outputs`), and under today's `measure_memory` (the profiler's memory
 events plus a dispatch mode that names the ops). Figures: the peak each of the two reports, next to the allocator's own
 (`torch.profiler.profile(profile_memory=True)`, added up here). A third table: what drawing a report's timeline
-costs (its scene, the matplotlib figure with its PNG, the SVG), by the number of ops and allocations. Run with
-`make bench` or
-`python benchmarks/bench_measure_memory.py`. Timings are never asserted in tests.
+costs (its scene, the matplotlib figure with its PNG, the SVG), by the number of ops and allocations.
+
+A fourth table (issue 20): what `measure_memory` costs on a training step after the first (`optimizer.zero_grad()`,
+forward, backward, `step()`), in this process as it is and with as many Python objects as a notebook kernel holds,
+with the figures it reports next to the allocator's own (the profiler started before the model was made).
+`measure_memory` now lists every storage alive when a block starts: blocks in a row look only at the objects made
+since the last block; a block after a collection of Python's oldest generation looks at every object ("after
+gc"). `--step` prints only that table; it needs nothing private, so the same command with `PYTHONPATH` pointing at
+an older checkout measures that one (how the README's before/after table was made).
+
+Run with `make bench` or `python benchmarks/bench_measure_memory.py`. Timings are never asserted in tests.
 """
 
 import contextlib
@@ -18,13 +26,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+import tutorial_lib
 from tutorial_lib import draw_memory_timeline, measure_memory
-from tutorial_lib.facts.memory import _measure_aten_outputs
 from tutorial_lib.pictures.render_mpl import png_bytes
 from tutorial_lib.pictures.timeline import memory_scene, memory_svg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from allocator_truth import allocator_figures  # noqa: E402  (the tests' ground truth, not a package)
+from allocator_truth import allocator_figures, allocator_figures_of_block  # noqa: E402  (the tests' ground truth)
 from timing import median_seconds  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
@@ -32,6 +40,8 @@ REPEATS = 15
 
 
 def aten_level():
+    from tutorial_lib.facts.memory import _measure_aten_outputs
+
     return contextlib.contextmanager(_measure_aten_outputs)(torch.device("cpu"))
 
 
@@ -107,7 +117,67 @@ def main():
         svg = median_ms(lambda: memory_svg(report))
         ops, allocations = len(report.timeline), len(report.allocations)
         print(f"{label:<30} {ops:>5} {allocations:>7} {scene:>9.1f} {png:>8.1f} {svg:>8.1f}")
+    print()
+    training_step_table()
+
+
+def training_state():
+    """The MLP of the first table, its optimizer and one step already taken: gradients exist."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    optimizer = torch.optim.Adam(model.parameters())
+    data = torch.randn(64, 256), torch.randint(0, 10, (64,))
+    training_step(model, optimizer, data)
+    return model, optimizer, data
+
+
+def training_step(model, optimizer, data):
+    optimizer.zero_grad()  # the default, set_to_none=True: frees the gradients of the step before
+    nn.functional.cross_entropy(model(data[0]), data[1]).backward()
+    optimizer.step()
+
+
+def training_step_table():
+    import gc
+    import importlib
+    import importlib.util
+
+    import IPython  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401  (a notebook kernel has imported these)
+
+    print(f"training step (Adam, MLP 256-512-512-10, batch 64), tutorial_lib from {Path(tutorial_lib.__file__).parent}")
+    print(
+        f"{'process':<34} {'objects':>8} {'plain ms':>9} {'in a row ms':>12} {'after gc ms':>12} {'allocated':>10} "
+        f"{'peak':>10} {'allocator says':>18}"
+    )
+    state = training_state()
+    truth, _, _ = allocator_figures_of_block(training_state, lambda made: training_step(*made))
+    ballast = []
+
+    def after_a_full_collection():
+        # What a collection of the oldest generation does to the next block: it looks at every object again.
+        if importlib.util.find_spec("tutorial_lib.facts.live_storages") is not None:  # absent before issue 20
+            importlib.import_module("tutorial_lib.facts.live_storages")._inventory.collections = None
+        with measure_memory():
+            training_step(*state)
+
+    for label, extra in (("as it is", 0), ("with a notebook's 300,000 objects", 300_000)):
+        ballast.extend([index] for index in range(extra))
+        objects = len(gc.get_objects())
+        plain = median_ms(lambda: training_step(*state))
+        in_a_row = median_ms(lambda: training_step(*state), measure_memory)
+        after_gc = median_ms(after_a_full_collection)
+        with measure_memory() as report:
+            training_step(*state)
+        said = f"{truth.allocated:,} / {truth.peak:,}"
+        print(
+            f"{label:<34} {objects:>8,} {plain:>9.2f} {in_a_row:>12.2f} {after_gc:>12.2f} {report.allocated:>10,} "
+            f"{report.peak:>10,} {said:>18}"
+        )
 
 
 if __name__ == "__main__":
-    main()
+    if "--step" in sys.argv[1:]:
+        training_step_table()
+    else:
+        main()

@@ -227,7 +227,9 @@ def test_prediction_compares_words_numbers_and_sequences_and_names_what_is_off()
         prediction("test.bytes", lambda: torch.zeros(10).untyped_storage().nbytes(), why="ten float32.")
         assert tl.check("test.words", [" View", "COPY"]).status == "correct"
         assert "entry 2" in tl.check("test.words", ["view", "view"]).message
-        assert "'maybe' (entry 1) is not one of the answers" in tl.check("test.words", ["maybe", "copy"]).message
+        not_a_choice = tl.check("test.words", ["maybe", "copy"])
+        assert "'maybe' (entry 1) is not one of the answers" in not_a_choice.message
+        assert "because" not in not_a_choice.hint  # a typo does not give the answer away
         assert tl.check("test.strides", torch.Size([1, 4])).status == "correct"
         assert "x's" in tl.check("test.strides", [4, 1]).message
         assert tl.check("test.bytes", 40).status == "correct"
@@ -241,3 +243,17 @@ def test_prediction_compares_words_numbers_and_sequences_and_names_what_is_off()
     finally:
         for key in ("test.words", "test.strides", "test.bytes"):
             _CHECKERS.pop(key, None)
+
+
+def test_checking_a_prediction_leaves_the_random_stream_where_it_was():
+    from tutorial_lib.exercises import _CHECKERS, prediction
+
+    try:
+        prediction("test.random", lambda: int(torch.randn(3).numel()), why="three.")
+        torch.manual_seed(0)
+        expected = torch.randn(2)
+        torch.manual_seed(0)
+        assert tl.check("test.random", 3).status == "correct"
+        assert torch.equal(torch.randn(2), expected)
+    finally:
+        _CHECKERS.pop("test.random", None)

@@ -1,11 +1,14 @@
-"""Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint.
+"""Chapter 1 checkers: reference solutions pass, typical wrong answers get a hint; and the chapter's texts keep the
+fixes of the 2026-11-27 fact-check.
 
 The stubs and the registration of every exercise are tested once, in test_exercises.py.
 """
 
 import functools
 import warnings
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -363,3 +366,175 @@ def test_predict_strides_rejects_review_wrong_answers(answer):
 @pytest.mark.parametrize("answer", [np.array([1, 12, 8], dtype=np.uint8), (np.int32(1), 12, 8)])
 def test_predict_strides_accepts_review_right_answers(answer):
     assert_correct("ch1.predict_strides", answer)
+
+
+# --- quick predictions: the notebook's common wrong answers get the diagnosis that names them -------------------
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, word",
+    [
+        ("ch1.q_row_storage_bytes", 24, "whole block"),
+        ("ch1.q_slice_strides", (4, 1), "doubles the column stride"),
+        ("ch1.q_contiguous", (False, True, True, False), "wrong both ways"),
+        ("ch1.q_contiguous", [False, True, True, False], "wrong both ways"),  # a list reads like a tuple
+        ("ch1.q_transpose_strides", (4, 1), "swaps them"),
+        ("ch1.q_expand_strides", (4, 1), "allocates nothing"),
+    ],
+)
+def test_predictions_diagnose_the_common_mistakes(exercise_id, answer, word):
+    assert word in assert_wrong(exercise_id, answer).message
+
+
+def test_contiguity_prediction_names_the_entry_that_is_off():
+    # x[:, :2] alone judged contiguous: entry 3 of (x.t(), x[1], x[:, :2], column)
+    assert "(entry 3)" in assert_wrong("ch1.q_contiguous", (False, True, True, True)).message
+
+
+# --- the fact-check findings of 2026-11-27 about chapter 1 stay fixed (the old sentences must not come back) -----
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHAPTER_1_NOTEBOOKS = [
+    "01_read_storage_and_strides.ipynb",
+    "deep_dives/how_can_plain_torch_tell_whether_two_tensors_share_a_storage.ipynb",
+    "deep_dives/how_do_you_build_any_view_with_as_strided.ipynb",
+    "deep_dives/how_do_you_view_the_same_bytes_as_another_dtype.ipynb",
+    "deep_dives/what_exactly_does_contiguous_mean.ipynb",
+    "deep_dives/which_writes_into_an_expanded_tensor_does_pytorch_refuse.ipynb",
+    "deep_dives/why_does_pytorch_have_no_negative_strides.ipynb",
+]
+
+
+@functools.cache
+def chapter_1_prose() -> str:
+    """The markdown of chapter 1 and its deep dives, with every run of white space made one space."""
+    text = " ".join(
+        cell.source
+        for name in CHAPTER_1_NOTEBOOKS
+        for cell in nbformat.read(NOTEBOOKS / name, as_version=4).cells
+        if cell.cell_type == "markdown"
+    )
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    "finding, old_claim",
+    [
+        (
+            "1: some in-place ops never ask",
+            "Before an in-place arithmetic op, a `copy_` or a random fill writes, it asks",
+        ),
+        ("5: the index ops refuse exact overlap", "run by elementwise ops, `copy_` and the index ops, compares"),
+        ("5: storage objects, not addresses", "their memory ranges meet but differ in start, end or strides"),
+        ("6: on the CPU only", "Yet `e[1] = 7` is refused: the assignment"),
+        ("8: contiguous() promises is_contiguous()", "`contiguous()` is the call that promises row-major strides"),
+        ("12: torch's zero-byte storages", "zero-byte storages all report address 0"),
+        ("12: torch's zero-byte storages", "storages of zero bytes all report address 0"),
+        ("15: which indexed writes only warn", "indexed writes (boolean mask, integer index, `index_fill_`) only warn"),
+        ("16: rows and columns of x.t()", "one step along its rows is one cell"),
+    ],
+)
+def test_an_old_claim_of_the_fact_check_does_not_come_back(finding, old_claim):
+    assert old_claim not in chapter_1_prose(), finding
+
+
+@pytest.mark.parametrize(
+    "finding, fixed_claim",
+    [
+        ("1", "On the CPU, some never ask, among them `addmv_`, `baddbmm_`, `bmm(out=)`, `apply_`, `map_` and"),
+        ("5", "The index ops refuse any overlap between dense tensors, even an exact one"),
+        ("5", "The check compares storage objects, not addresses"),
+        ("6", "So on a GPU `e[1] = 7` goes through"),
+        ("8", "So `contiguous()` promises `is_contiguous()`, not row-major strides."),
+        ("12", "Every storage of zero bytes that torch allocated reports address 0."),
+        ("15", "`index_add_`, `index_copy_`, `scatter_`, `put_` and `masked_scatter_` refuse."),
+        (
+            "16",
+            "One step to the next row is one cell (stride 1). One step to the next column is four cells (stride 4).",
+        ),
+    ],
+)
+def test_the_fixed_claim_of_the_fact_check_is_in_place(finding, fixed_claim):
+    assert fixed_claim in chapter_1_prose(), f"finding {finding}"
+
+
+def test_the_fixed_claims_hold_on_this_torch():
+    """What the fixed sentences say, asked of torch itself (the deep dives' stored outputs show the same)."""
+    e = torch.tensor([10.0, 20.0, 30.0]).view(3, 1).expand(3, 4)
+    e[0].addmv_(torch.ones(4, 2), torch.ones(2))  # finding 1: no error, and every alias added its own 2
+    assert e[:, 0].tolist() == [18.0, 20.0, 30.0]
+    same = torch.arange(4.0)
+    with pytest.raises(RuntimeError, match="unsupported operation"):  # finding 5: exact overlap refused
+        same.index_add_(0, torch.tensor([3, 2, 1, 0]), same)
+    column = torch.arange(5.0).view(1, 5).t()
+    assert column.contiguous() is column and column.contiguous().stride() == (1, 5)  # finding 8
+    over_numpy = torch.from_numpy(np.empty(0)).untyped_storage()  # finding 12: not allocated by torch
+    assert over_numpy.nbytes() == 0 and over_numpy.data_ptr() != 0
+    assert torch.empty(0).untyped_storage().data_ptr() == 0
+    x = torch.arange(100.0, 112.0).view(3, 4)
+    assert x.t().stride() == (1, 4)  # finding 16: stride 1 to the next row, 4 to the next column
+
+
+# --- the rule hunt of issue 19 (rules-0107) about chapter 1: the rules it broke must not come back ---------------
+
+
+@pytest.mark.parametrize(
+    "finding, old_claim",
+    [
+        ("B8: a lazy conj() is not its cell's value", "element `t[i, j]` is `storage["),
+        ("B9: as_strided keeps the dtype, so not any view", "`as_strided` can build any view"),
+        ("B7: permute(0, 1, 2) is contiguous", "The result is not contiguous."),
+        ("L2: has_internal_overlap decides from the strides first", "lists every element's cell to find that out"),
+        (
+            "B1: exact overlap is allowed; masked_scatter_ never checks on the CPU",
+            "Overlap between an input and the output is refused for dense tensors in one storage object",
+        ),
+        ("notes: sum(out=) and others are silent too", "these five never ask"),
+        ("notes: sum(out=) and others are silent too", "`apply_` and `map_` write wrong values without a word"),
+        ("rules-0204 #5: two views with gaps get through the index ops", "The index ops refuse any overlap, even"),
+    ],
+)
+def test_a_claim_the_rule_hunt_broke_does_not_come_back(finding, old_claim):
+    assert old_claim not in chapter_1_prose(), finding
+
+
+@pytest.mark.parametrize(
+    "finding, fixed_claim",
+    [
+        ("B8", "element `t[i, j]` lives at `storage[offset"),
+        ("B7", "`turned` below is not contiguous."),
+        ("notes", "On the CPU, some never ask, among them `addmv_`, `baddbmm_`, `bmm(out=)`, `apply_`, `map_` and"),
+        ("B1", "Elementwise ops allow an exact overlap; the index ops refuse it."),
+        ("B1", "`mm(out=)` and, on the CPU, `masked_scatter_`."),
+        ("rules-0204 #5", "The index ops refuse any overlap between dense tensors, even an exact one"),
+    ],
+)
+def test_the_claim_the_rule_hunt_fixed_is_in_place(finding, fixed_claim):
+    assert fixed_claim in chapter_1_prose(), f"rules-0107 {finding}"
+
+
+def test_the_refusal_the_expanded_deep_dive_quotes_is_in_its_stored_output():
+    # rules-0107 M2: the prose quoted a message that no output showed (the cell printed 'unsupported operation').
+    path = NOTEBOOKS / "deep_dives/which_writes_into_an_expanded_tensor_does_pytorch_refuse.ipynb"
+    quote = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+    cells = nbformat.read(path, as_version=4).cells
+    assert any(quote in " ".join(cell.source.split()) for cell in cells if cell.cell_type == "markdown")
+    printed = [output.get("text", "") for cell in cells if cell.cell_type == "code" for output in cell.outputs]
+    assert sum(text.count(f"refused: {quote}") for text in printed) == 7
+
+
+def test_the_rule_hunts_counterexamples_hold_on_this_torch():
+    """What the rewritten sentences of rules-0107 rest on, asked of torch (the notebooks' stored outputs show it)."""
+    z = torch.tensor([1 + 2j]).conj()  # B8: the cell holds 1+2j, the element reads 1-2j
+    assert z[0].item() == 1 - 2j and torch.view_as_real(z.conj())[0].tolist() == [1.0, 2.0]
+    assert torch.zeros(2, 3, 4).permute(0, 1, 2).is_contiguous()  # B7
+    assert torch.zeros(1, 3).permute(1, 0).is_contiguous()
+    r = torch.arange(6.0)  # B1: masked_scatter_ on the CPU, partial overlap, no error and wrong values
+    r[1:].masked_scatter_(torch.ones(5, dtype=torch.bool), r[:-1])
+    assert r.tolist() == [0.0] * 6
+    e = torch.tensor([10.0, 20.0, 30.0]).view(3, 1).expand(3, 4)  # notes: a silent reduction into e
+    torch.sum(torch.ones(3, 4, 2), dim=2, out=e)
+    assert e[:, 0].tolist() == [8.0, 8.0, 8.0]
+    gapped = torch.arange(8.0)  # rules-0204 #5: two view objects with gaps pass the index ops' check
+    gapped[::2][:2].index_copy_(0, torch.tensor([1, 0]), gapped[::2][:2])
+    assert gapped[::2][:2].tolist() == [0.0, 0.0]

@@ -47,7 +47,7 @@ def test_count_nodes_unusual_right_answers():
 
 
 @pytest.mark.parametrize(
-    "answer, word", [(7, "AccumulateGrad"), (6, "x * 2"), (8, "x * 2"), (4, "every operation"), (0, "every operation")]
+    "answer, word", [(7, "AccumulateGrad"), (6, "x * 2"), (8, "x * 2"), (4, "each operation"), (0, "each operation")]
 )
 def test_count_nodes_wrong(answer, word):
     assert word in assert_wrong("ch3.count_nodes", answer).hint
@@ -128,6 +128,22 @@ def test_chain_rule_reference_matches_seed_number():
 )
 def test_chain_rule_wrong(answer, word):
     assert word in assert_wrong("ch3.chain_rule", answer).hint
+
+
+def test_chain_rule_never_quotes_a_point_where_the_answer_matches():
+    """Fact-check 00-03 #14: the constant that is right at (2, 3) was shown '-1.726788; autograd gives -1.726788'
+    under 'Not yet'. The message now quotes a point where the two differ and says where it matched."""
+    import re
+
+    message = assert_wrong("ch3.chain_rule", lambda x1, x2: -1.726788428).message
+    got, truth = re.search(r"your function gives (\S+); autograd gives (\S+)\.", message).groups()
+    assert got != truth, message
+    assert "matched autograd only at (2, 3), 1 of the 5 points" in message
+
+
+def test_chain_rule_wrong_everywhere_says_nothing_about_matching():
+    message = assert_wrong("ch3.chain_rule", lambda x1, x2: math.cos(x2) / (x1 * x2)).message
+    assert "x1=2.0, x2=3.0" in message and "matched" not in message
 
 
 def test_chain_rule_wrong_types():
@@ -327,6 +343,42 @@ def test_freeze_wrong(answer, word):
 
 def test_freeze_rejects_a_non_function():
     assert_wrong("ch3.freeze", nn.Linear(2, 2).parameters())
+
+
+def test_freeze_answers_a_huge_returned_tensor_at_once():
+    """Fuzz report C3: the checker ran list() over a returned tensor (10**7 elements: 11 s and 6 GB; 10**9: killed
+    for memory). A tensor is now refused before anything is iterated."""
+    import time
+
+    start = time.perf_counter()
+    feedback = assert_wrong("ch3.freeze", lambda model: torch.zeros(1).expand(10**9))
+    assert time.perf_counter() - start < 1.0
+    assert "returned a tensor of shape (1000000000,), not a list of parameters" in feedback.message
+    parameter = assert_wrong("ch3.freeze", lambda model: freeze_all_but_last(model)[0])
+    assert "an nn.Parameter" in parameter.message
+
+
+class CountingIterable:
+    """An iterable of many items that counts how many were taken from it."""
+
+    def __init__(self, length):
+        self.length, self.taken = length, 0
+
+    def __iter__(self):
+        for _ in range(self.length):
+            self.taken += 1
+            yield nn.Parameter(torch.zeros(1))
+
+
+def test_freeze_reads_no_more_of_a_returned_iterable_than_it_needs():
+    long_iterable = CountingIterable(10**6)
+
+    def freeze_returning_a_long_iterable(model):
+        freeze_all_but_last(model)
+        return long_iterable
+
+    assert "parameters instead of" in assert_wrong("ch3.freeze", freeze_returning_a_long_iterable).message
+    assert long_iterable.taken == 7  # the first model has 6 parameters: one item more is enough to know
 
 
 # --- ch3.inference ------------------------------------------------------------------------------------------
@@ -549,6 +601,40 @@ def test_inference_names_the_saved_tensors_of_a_detached_forward():
     assert "saved" in assert_wrong("ch3.inference", predict_eval_then_detach).message
 
 
+def predict_after_a_warm_up_call(model, x):
+    # a call with recording on to read the output's shape, then the right prediction under no_grad
+    was_training = model.training
+    model(x[:2]).shape
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+    model.train(was_training)
+    return out
+
+
+def test_inference_blames_the_warm_up_call_not_a_detach():
+    """Fact-check 00-03 #18: a warm-up call with recording on was told its output 'was cut off afterwards' and that
+    `.detach()` does not stop the recording; the answer has no `.detach()`."""
+    feedback = assert_wrong("ch3.inference", predict_after_a_warm_up_call)
+    assert "cut off" not in feedback.message and "detach" not in feedback.hint
+    assert "1 other call of the model ran with recording on" in feedback.message
+    assert "extra call" in feedback.hint
+
+
+def predict_cloned_and_detached(model, x):
+    was_training = model.training
+    model.eval()
+    out = model(x).clone().detach()  # recorded, then copied out of the graph
+    model.train(was_training)
+    return out
+
+
+def test_inference_a_recorded_pass_copied_out_is_still_a_recorded_pass():
+    feedback = assert_wrong("ch3.inference", predict_cloned_and_detached)
+    assert "the recording, its time and its memory were spent" in feedback.message
+    assert "does not undo its recording" in feedback.hint
+
+
 # --- ch3.average_loss ---------------------------------------------------------------------------------------
 
 F = nn.functional
@@ -703,6 +789,22 @@ def test_average_loss_leak_message_gives_bytes_per_batch():
     assert "more per batch" in message and "every batch's graph" in message
 
 
+def average_loss_concatenated(model, batches):
+    # no graph, but every batch at once: the concatenation and one big forward pass grow with the batches
+    with torch.no_grad():
+        inputs = torch.cat([inputs for inputs, _ in batches])
+        targets = torch.cat([targets for _, targets in batches])
+        return F.mse_loss(model(inputs), targets).item()
+
+
+def test_average_loss_growth_without_a_graph_is_not_blamed_on_a_graph():
+    """Fact-check 00-03 #18: concatenating the batches under no_grad was told that 'a loss tensor that you keep
+    keeps its whole graph'; no graph was recorded."""
+    feedback = assert_wrong("ch3.average_loss", average_loss_concatenated)
+    assert "No graph was recorded" in feedback.message and "graph" not in feedback.hint
+    assert "one batch at a time" in feedback.hint
+
+
 def test_average_loss_rejects_non_function():
     assert_wrong("ch3.average_loss", 1.25)
 
@@ -721,3 +823,197 @@ def average_loss_leaking_in_a_thread(model, batches):
 def test_average_loss_rejects_work_measure_memory_cannot_see():
     feedback = assert_wrong("ch3.average_loss", average_loss_leaking_in_a_thread)
     assert "thread" in feedback.message and "calling thread" in feedback.hint
+
+
+# --- quick predictions --------------------------------------------------------------------------------------
+# test_exercises.py runs every prediction with its truth and each listed mistake; these pin the truths themselves.
+
+
+def test_predictions_truths_are_the_chapters_numbers():
+    from tutorial_lib.exercises import _CHECKERS
+
+    tl.exercise_ids()
+    truths = {key: _CHECKERS[key].prediction["truth"]() for key in ("ch3.q_nodes", "ch3.q_saved", "ch3.q_grad")}
+    assert truths == {
+        "ch3.q_nodes": 4,
+        "ch3.q_saved": ("result", "input", "nothing", "result"),
+        "ch3.q_grad": ("tensor", "tensor", "none", "none"),
+    }
+    bytes_left = _CHECKERS["ch3.q_bytes_left"].prediction["truth"]()
+    assert bytes_left == ("activations", "activations", "output")  # train + recording, eval + recording, eval + no_grad
+
+
+def test_q_saved_reads_what_autograd_saved():
+    from tutorial_lib.exercises.chapter3 import saved_kind
+
+    x = torch.randn(3, requires_grad=True)
+    assert [saved_kind(r) for r in (x.sigmoid(), x.log(), x.sum())] == ["result", "input", "nothing"]
+
+
+def test_no_notebook_gives_the_chain_rule_answer_outside_its_collapsed_solution():
+    """Issue 19 and the learner review: the cell right under exercise ch3.chain_rule defined dz_dx2_by_hand with the
+    answer. The answer may appear in the collapsed solution only (a markdown cell with <details>)."""
+    import nbformat
+    from scripts import course_notebooks
+
+    answer = "math.log(x1 * x2) * math.cos(x2)"
+    for path in course_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if answer in cell.source:
+                assert cell.cell_type == "markdown" and "<details>" in cell.source, path.name
+
+
+# --- the chapter's text: claims the reviews broke must not come back ------------------------------------------------
+
+CHAPTER_3_NOTEBOOKS = [
+    "notebooks/03_build_and_free_the_computation_graph.ipynb",
+    "notebooks/deep_dives/when_does_a_result_require_grad.ipynb",
+    "notebooks/deep_dives/how_does_autograd_wire_a_graph_node_by_node.ipynb",
+    "notebooks/deep_dives/what_does_backward_free_and_what_does_it_keep.ipynb",
+    "notebooks/deep_dives/how_do_you_check_a_gradient_with_numbers.ipynb",
+    "notebooks/deep_dives/what_do_no_grad_and_inference_mode_switch_off.ipynb",
+    "notebooks/deep_dives/how_do_you_freeze_part_of_a_model_safely.ipynb",
+]
+
+
+def chapter_3_cells(kind):
+    import nbformat
+    from scripts import ROOT
+
+    return [
+        (path, cell.source)
+        for path in CHAPTER_3_NOTEBOOKS
+        for cell in nbformat.read(ROOT / path, as_version=4).cells
+        if cell.cell_type == kind
+    ]
+
+
+def one_line(text):
+    return " ".join(text.lower().split())
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        # fact-check 00-03 #2: backward() does not free what a retained graph, a partial pass or a ctx attribute keeps
+        "`backward()` frees its saved tensors",
+        # rules-0306 B14: a forward pass through a frozen model, recording on, records nothing
+        "with recording on, every forward pass records a new graph",
+        # B10: (x ** e).sum() keeps its result for the exponent's formula although e needs no gradient
+        "saves only the tensors its derivative needs",
+        "a node keeps a tensor only when its derivative needs it",
+        # B2: a graph also keeps its leaves (AccumulateGrad.variable), which no node saved
+        "saved tensors are what a graph costs in memory",
+        "it keeps only the tensors that some derivative needs",
+        "a graph keeps only the tensors that some backward formula needs",
+        # B3: backward(inputs=[a]) fills a non-leaf's .grad without retain_grad()
+        "is kept for leaves only",
+        "only leaves keep a `.grad`, unless",
+        "gradients of intermediate results are never stored",
+        # B7: grow's norm tests ran and are not in the graph
+        "the graph is exactly the list of operations that have run so far",
+        # B8: a view or an in-place result made in inference mode stays an ordinary tensor
+        "its results are *inference tensors*",
+        # B11: an optimizer made before the freeze still holds the frozen parameter
+        "avoids every one of these",
+        "giving them only the trainable parameters avoids that",
+        # B12: the same write is accepted in a later no_grad block
+        "can be changed in place after the block only when its base needs no grad",
+        # learner review: the course's sources are not the learner's
+        "seed article",
+    ],
+)
+def test_a_broken_claim_does_not_come_back(old_claim):
+    text = " ".join(one_line(source) for _, source in chapter_3_cells("markdown"))
+    assert old_claim not in text
+
+
+def test_no_cell_mentions_the_seed_articles():
+    """Learner review: 'the seed articles' example' (core cell 2) and 'the seed article' (gradient deep dive) are
+    the authors' words for the course's sources; a learner has not read them."""
+    for path, source in chapter_3_cells("markdown") + chapter_3_cells("code"):
+        assert "seed" not in source.replace("manual_seed", "").lower(), path
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        # rules-0306 B6: .contiguous() records no node, F.linear on a 1-d input records four, cross_entropy two
+        "one backward node per operation whose result requires grad",
+        "every operation whose result requires grad records one node",
+        # B3
+        "backward() keeps gradients only in the .grad of leaves",
+    ],
+)
+def test_a_broken_claim_does_not_come_back_in_the_checkers(old_claim):
+    import inspect
+
+    from tutorial_lib.exercises import chapter3
+
+    source = one_line(inspect.getsource(chapter3).replace('"\n', "").replace('    "', ""))
+    assert old_claim not in source
+
+
+def test_q_bytes_left_asks_the_three_runs_its_cell_names():
+    """Learner review: six answers, four of them following by symmetry, in 'the order of the table below'."""
+    import nbformat
+    from scripts import ROOT
+
+    cells = nbformat.read(ROOT / CHAPTER_3_NOTEBOOKS[0], as_version=4).cells
+    (cell,) = [c for c in cells if 'tl.check("ch3.q_bytes_left"' in c.source]
+    assert "three words" in cell.source and "table below" not in cell.source
+
+
+def rebinds_inside_a_measured_block(source):
+    """Names a `with tl.measure_memory()` block assigns while they still hold an earlier value (in this code or in an
+    earlier pass of its loop). Their old value is freed inside the block, which measure_memory may count."""
+    import ast
+
+    found, bound = [], set()
+
+    def assigned(node):
+        return {t.id for n in ast.walk(node) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+    def is_measured(node):
+        return isinstance(node, ast.With) and any("measure_memory" in ast.unparse(item) for item in node.items)
+
+    def run(statements):
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            if is_measured(node):
+                found.extend(sorted(assigned(node) & bound))
+            if isinstance(node, ast.Delete):
+                bound.difference_update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
+                bound.difference_update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.For, ast.While)):
+                run(node.body)
+                run(node.body)  # a second pass: what the first one bound is still bound
+            elif isinstance(node, (ast.With, ast.If, ast.Try)):
+                run(getattr(node, "body", []) + getattr(node, "orelse", []))
+            else:
+                bound.update(assigned(node))
+
+    run(ast.parse(source).body)
+    return found
+
+
+def test_no_measured_block_frees_an_earlier_value_by_rebinding_it():
+    """Rules-0306, latent in core cell 35: `total = running_total(keep)` inside the measured block freed the previous
+    way's total and its five graphs there. Once measure_memory counts frees of older tensors, the second way would
+    read -5,125,120 B instead of 4 B. Each such name is now dropped before its block (the same in the backward deep
+    dive's ctx cell, for `loss`)."""
+    import nbformat
+    from scripts import ROOT
+
+    assert rebinds_inside_a_measured_block(
+        "for way in ways:\n    with tl.measure_memory() as mem:\n        total = run(way)\n"
+    ) == ["total"]
+    for path in CHAPTER_3_NOTEBOOKS:
+        code = "\n".join(
+            cell.source
+            for cell in nbformat.read(ROOT / path, as_version=4).cells
+            if cell.cell_type == "code" and "get_ipython" not in cell.source
+        )
+        assert rebinds_inside_a_measured_block(code) == [], path

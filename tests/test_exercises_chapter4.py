@@ -604,3 +604,260 @@ def test_independent_copy_hint_names_the_operation_autograd_recorded():
     )
     cloned = assert_wrong("ch4.independent_copy", lambda x: x.clone())
     assert "clone() is recorded by autograd (CloneBackward0)" in cloned.hint
+
+
+# --- fixes after the course review of 2026-11-27 (issue 19; fact-check 04-07 F11, F12; learner review) ------------
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "RuntimeError: Inference tensors do not track version counter.",  # the solution's own quote, pasted
+        "raises: inference tensors have no version counter",
+        "Inference tensors do not track version counter.",  # torch's message without its class
+        "raises RuntimeError: Inference tensors do not track version counter",
+    ],
+)
+def test_predict_modes_accepts_a_right_answer_that_quotes_the_error(pasted):
+    # F11: any "no"/"not" anywhere used to make the entry unreadable, and the learner was told the answer's format
+    assert_correct("ch4.predict_modes", (1, 2, pasted))
+
+
+@pytest.mark.parametrize("negated", ["no error", "doesn't raise", "it does not raise", "not an error", UserWarning])
+def test_predict_modes_tells_does_not_raise_apart_and_points_at_b(negated):
+    # "reading b._version does not raise" is a prediction about b, not a malformed entry
+    assert "inference tensor" in assert_wrong("ch4.predict_modes", (1, 2, negated)).hint
+
+
+def test_predict_modes_names_the_entry_it_cannot_read():
+    assert "entry 3 ('maybe')" in assert_wrong("ch4.predict_modes", (1, 2, "maybe")).message
+
+
+def sgd_step_data_then_dummy_write(w, lr):
+    w.data -= lr * w.grad
+    with torch.no_grad():
+        w.mul_(1)  # moves the counter, changes nothing
+    return w
+
+
+def sgd_step_numpy_then_dummy_write(w, lr):
+    with torch.no_grad():
+        w.mul_(1)
+    values = w.detach().numpy()
+    values -= lr * w.grad.numpy()
+    return w
+
+
+def sgd_step_storage_copy_then_dummy_write(w, lr):
+    w.untyped_storage().copy_((w.detach() - lr * w.grad).untyped_storage())
+    with torch.no_grad():
+        w.add_(0)
+    return w
+
+
+def sgd_step_fused_then_dummy_write(w, lr):
+    torch.optim.SGD([w], lr=lr, fused=True).step()  # the fused kernel does not move the counter
+    with torch.no_grad():
+        w.mul_(1)
+    return w
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        sgd_step_data_then_dummy_write,
+        sgd_step_numpy_then_dummy_write,
+        sgd_step_storage_copy_then_dummy_write,
+        sgd_step_fused_then_dummy_write,
+    ],
+)
+def test_safe_update_rejects_an_uncounted_update_hidden_by_a_dummy_inplace_op(answer):
+    # F12: the checker only looked at whether w._version moved, so any counted no-op passed with a .data update
+    feedback = assert_wrong("ch4.safe_update", answer)
+    assert "not because of the update" in feedback.message
+    assert "w.detach()" in feedback.hint
+
+
+def sgd_step_foreach(w, lr):
+    torch.optim.SGD([w], lr=lr, foreach=True).step()  # a _foreach_ op, whose counter the watcher must keep moving
+    return w
+
+
+def sgd_step_detach_then_zero_grad(w, lr):
+    w.detach().sub_(lr * w.grad)
+    w.grad.zero_()
+    return w
+
+
+@pytest.mark.parametrize("solution", [sgd_step_foreach, sgd_step_detach_then_zero_grad])
+def test_safe_update_still_accepts_counted_updates(solution):
+    assert_correct("ch4.safe_update", solution)
+
+
+def test_predict_grad_names_the_misread_term_of_5x():
+    # the learner review got "that is not what backward() computes" for [5, 10, 15]
+    feedback = assert_wrong("ch4.predict_grad", [5.0, 10.0, 15.0])
+    assert "5x" in feedback.message and "z * z" in feedback.message
+    assert "constant" in feedback.hint
+
+
+@pytest.mark.parametrize(
+    "answer, term",
+    [([6.0, 12.0, 18.0], "z * z"), ([4.0, 8.0, 12.0], "x * x"), ([1.0, 2.0, 3.0], "clone"), ([2.0, 4.0, 6.0], "x * z")],
+)
+def test_predict_grad_names_each_misread_term(answer, term):
+    assert term in assert_wrong("ch4.predict_grad", answer).message
+
+
+def test_predict_grad_says_an_answer_that_is_no_multiple_of_x_cannot_be_right():
+    assert "whole multiple of x" in assert_wrong("ch4.predict_grad", [3.0, 6.0, 8.0]).hint
+
+
+# --- quick predictions ------------------------------------------------------------------------------------------
+
+
+def test_the_predictions_truths_are_what_the_chapter_says():
+    from tutorial_lib.exercises import chapter4
+
+    assert chapter4.shares_memory_answers() == ("no", "yes", "yes", "yes")
+    assert chapter4.grads_through_clone_and_detach() == ("w", "None")
+    assert chapter4.versions_after_a_write_through_a_view() == (1, 1, 0)
+    assert chapter4.backward_after_an_edit() == ("runs", "raises")
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer",
+    [
+        ("ch4.q_shares_memory", ["No", "yes", "YES", "yes"]),
+        ("ch4.q_grads", ("w", "none")),
+        ("ch4.q_versions", [1, 1, 0]),
+        ("ch4.q_versions", np.array([1, 1, 0])),
+        ("ch4.q_data_or_detach", ("Runs", "raises")),
+    ],
+)
+def test_predictions_accept_other_spellings_of_the_right_answer(exercise_id, answer):
+    assert_correct(exercise_id, answer)
+
+
+def test_predictions_name_the_entry_that_is_off():
+    assert "entry 3" in assert_wrong("ch4.q_shares_memory", ("no", "yes", "no", "yes")).message
+    assert "'copy'" in assert_wrong("ch4.q_shares_memory", ("no", "copy", "yes", "yes")).message
+
+
+# --- checker texts the rule hunt (rules-0204) and the learner review broke ------------------------------------
+
+
+def test_independent_copy_tells_a_deep_copy_to_detach_not_to_drop_requires_grad_():
+    # A leaf's copy.deepcopy requires grad although the learner never called requires_grad_() (learner review).
+    feedback = assert_wrong("ch4.independent_copy", copy.deepcopy)
+    assert "Leave out requires_grad_()" not in feedback.hint
+    assert "copy.deepcopy keeps requires_grad=True" in feedback.hint and "x.detach().clone()" in feedback.hint
+
+
+def test_predict_versions_hint_does_not_say_every_clone_starts_at_0():
+    # rules-0204 #15: the clone of an inference tensor starts at version 1.
+    hint = assert_wrong("ch4.predict_versions", (2, 2, 2, 1, 3)).hint
+    assert "starting at 0" not in hint and "a counter of its own" in hint
+
+
+def test_predict_modes_hint_names_b_as_a_new_tensor_not_every_tensor_made_inside():
+    # rules-0204 #7: a view, detach() or .data of a normal tensor made inside inference_mode is a normal tensor.
+    hint = assert_wrong("ch4.predict_modes", (1, 2, 1)).hint
+    assert "a tensor created inside inference_mode is an inference tensor" not in hint
+    assert "b = x * 2 is a new tensor made inside inference_mode" in hint
+
+
+# --- the chapter's text: claims the fact-checks broke must not come back -------------------------------------------
+
+CHAPTER_4_NOTEBOOKS = [
+    "notebooks/04_tell_clone_from_detach.ipynb",
+    "notebooks/deep_dives/what_does_clone_copy_and_detach_keep.ipynb",
+    "notebooks/deep_dives/where_does_the_gradient_go_through_clone_detach_and_requires_grad.ipynb",
+    "notebooks/deep_dives/which_writes_move_the_version_counter.ipynb",
+    "notebooks/deep_dives/do_inference_tensors_have_a_version_counter.ipynb",
+    # chapter 5's deep dive repeated rules-0204 #1 ("its detach() ... never moves"); only that claim is checked there
+    "notebooks/deep_dives/what_counts_as_an_inplace_write.ipynb",
+]
+
+
+def chapter_4_prose() -> str:
+    """The markdown of chapter 4 and its deep dives, lower case, every run of white space made one space."""
+    import nbformat
+    from scripts import ROOT
+
+    text = " ".join(
+        cell.source
+        for path in CHAPTER_4_NOTEBOOKS
+        for cell in nbformat.read(ROOT / path, as_version=4).cells
+        if cell.cell_type == "markdown"
+    )
+    return " ".join(text.lower().split())
+
+
+@pytest.mark.parametrize(
+    "finding, old_claim",
+    [
+        ("04-07 F4: not every in-place spelling is counted", "whatever their spelling"),
+        ("04-07 F4: not every in-place spelling is counted", "the spelling does not matter"),
+        ("04-07 F5: views of inference tensors have none", "every tensor (except the inference tensors"),
+        ("04-07 F14: switching the flag on is refused too", "only switching the flag **off** on a non-leaf raises"),
+        ("rules-0204 #1: the detach() of an inference tensor moves outside the block", "never moves"),
+        (
+            "rules-0204 #2: a detach() or .data of an inference tensor accepts the write",
+            "refuses an in-place change of an inference tensor once you are outside",
+        ),
+        ("rules-0204 #4: apply_ and map_ do not move it", "both move its counter"),
+        ("rules-0204 #8: the clone of a leaf that does not require grad is a leaf", "a clone of a leaf is not a leaf"),
+        ("rules-0204 #14: all_gather moves its outputs' counters", "and the other collectives write"),
+        ("rules-0204 #15: the clone of an inference tensor starts at 1", "a new counter starting at 0"),
+        ("rules-0204 #17: torch.func transforms refuse it too", "refused in two more cases"),
+        ("rules-0204 prose/output 1: the walk prints 5 and 3 nodes", "6 nodes, 2 leaves"),
+    ],
+)
+def test_a_broken_claim_does_not_come_back(finding, old_claim):
+    assert old_claim not in chapter_4_prose(), finding
+
+
+@pytest.mark.parametrize(
+    "finding, fixed_claim",
+    [
+        (
+            "rules-0204 #1",
+            "a `detach()` or `.data` of one gets a counter of its own. it moves only with edits made outside the "
+            "block.",
+        ),
+        ("rules-0204 #2", "refuses an in-place change of an inference tensor, or of a view of one,"),
+        ("rules-0204 #4", "most in-place operations through either still move its counter."),
+        ("rules-0204 #4", "### `apply_` and `map_`"),
+        ("rules-0204 #14", "`broadcast` and `all_reduce` write into their tensor in place without moving its counter"),
+        ("rules-0204 #15", "a clone has new memory and a counter of its own"),
+    ],
+)
+def test_the_fixed_claim_is_in_place(finding, fixed_claim):
+    assert fixed_claim in chapter_4_prose(), finding
+
+
+def test_the_fixed_claims_hold_on_this_torch():
+    """What the fixed sentences say, asked of torch itself (the deep dives' stored outputs show the same)."""
+    with torch.inference_mode():
+        inference = torch.zeros(3)
+    detached, data = inference.detach(), inference.data  # rules-0204 #1 and #2: made outside, counters of their own
+    assert detached.is_inference() and data.is_inference() and (detached._version, data._version) == (0, 0)
+    with torch.inference_mode():
+        detached.add_(1)
+    assert detached._version == 0
+    detached.add_(1)
+    data.mul_(3)
+    assert (detached._version, data._version) == (1, 1) and inference.tolist() == [6.0, 6.0, 6.0]
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        inference[1:].add_(1)
+    assert inference.clone()._version == 1  # rules-0204 #15
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)  # rules-0204 #4: apply_ through detach() is not counted
+    loss = (x**2).sum()
+    x.detach().apply_(lambda value: value * 10)
+    assert x._version == 0
+    loss.backward()
+    assert x.grad.tolist() == [20.0, 40.0, 60.0]
+    assert torch.ones(3).clone().is_leaf  # rules-0204 #8
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype"):  # rules-0204 #17
+        torch.arange(3).requires_grad_()

@@ -16,7 +16,16 @@ from exercise_asserts import assert_correct, assert_wrong
 import tutorial_lib as tl
 from tutorial_lib.exercises import chapter5
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_use_inplace_operations_safely.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK = NOTEBOOKS / "05_use_inplace_operations_safely.ipynb"
+DEEP_DIVES = NOTEBOOKS / "deep_dives"
+BUGS_DIVE = DEEP_DIVES / "which_inplace_bugs_are_common_and_how_do_you_fix_each.ipynb"
+PLAIN_DIVE = DEEP_DIVES / "how_do_you_find_an_inplace_bug_with_plain_pytorch.ipynb"
+MEMORY_DIVE = DEEP_DIVES / "does_inplace_save_memory_once_autograd_records_it.ipynb"
+
+
+def notebook_text(path):
+    return "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
 
 
 # --- the truths behind the checkers ---------------------------------------------------------------------------
@@ -39,10 +48,18 @@ def test_culprit_program_has_one_stale_node_and_backward_raises():
     assert chapter5.backward_raises(chapter5.CULPRIT_PROGRAM)
 
 
-def test_notebook_shows_the_checked_programs_verbatim():
-    notebook = json.loads(NOTEBOOK.read_text())
-    text = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
-    for source in [*chapter5.PREDICT_PROGRAMS.values(), chapter5.CULPRIT_PROGRAM, chapter5.CHANGING_LINE_PROGRAM]:
+@pytest.mark.parametrize(
+    "path, sources",
+    [
+        (NOTEBOOK, [chapter5.CHANGING_LINE_PROGRAM, chapter5.VERSIONS_PROGRAM, chapter5.MESSAGE_PROGRAM]),
+        (BUGS_DIVE, list(chapter5.PREDICT_PROGRAMS.values())),
+        (PLAIN_DIVE, [chapter5.CULPRIT_PROGRAM]),
+    ],
+    ids=["core", "bugs dive", "plain-pytorch dive"],
+)
+def test_notebooks_show_the_checked_programs_verbatim(path, sources):
+    text = notebook_text(path)
+    for source in sources:
         assert source in text
 
 
@@ -84,6 +101,24 @@ def test_predict_error_hint_names_the_first_wrong_program():
     answer[4] = not answer[4]
     feedback = assert_wrong("ch5.predict_error", answer)
     assert "program E" in feedback.message
+
+
+def test_predict_error_names_every_wrong_program_and_explains_each():
+    """Issue 19: with B and E wrong, the old checker said '6 of 8 right; program B is one you got wrong'."""
+    answer = reference_predictions()
+    answer[1], answer[4] = False, False  # B and E: "works"
+    feedback = assert_wrong("ch5.predict_error", answer)
+    assert "2 of 8 wrong: programs B and E" in feedback.message
+    assert "you said backward() works for B and E" in feedback.message
+    assert "B: " + chapter5._PREDICT_HINTS["B"] in feedback.hint
+    assert "E: " + chapter5._PREDICT_HINTS["E"] in feedback.hint
+
+
+def test_predict_error_names_wrong_programs_both_ways_and_caps_the_hints():
+    feedback = assert_wrong("ch5.predict_error", [not item for item in reference_predictions()])
+    assert "8 of 8 wrong: programs A, B, C, D, E, F, G and H" in feedback.message
+    assert "raises for A, C, G and H and works for B, D, E and F" in feedback.message
+    assert "Check D, E, F, G and H with tl.inplace_hazards(loss)." in feedback.hint
 
 
 # --- ch5.fix_residual -------------------------------------------------------------------------------------------
@@ -155,6 +190,46 @@ def test_fix_residual_says_when_backward_raised():
 
 def test_fix_residual_not_a_function():
     assert_wrong("ch5.fix_residual", 42)
+
+
+def clone_after_tanh_block(x, linear):
+    x = torch.tanh(x)
+    x = x.clone()  # protects tanh's output, but linear saves this clone
+    x += linear(x)
+    return torch.relu_(x)
+
+
+def clone_into_linear_block(x, linear):
+    x = torch.tanh(x)
+    x += linear(x.clone())  # protects linear's input, not tanh's output
+    return torch.relu_(x)
+
+
+def clone_too_late_block(x, linear):
+    x = torch.tanh(x)
+    x += linear(x)
+    return torch.relu_(x.clone())  # after the write
+
+
+@pytest.mark.parametrize(
+    "block, hint_part",
+    [
+        (clone_first_block, "your clone() keeps tanh's output safe, but linear then saved the clone"),
+        (clone_after_tanh_block, "your clone() keeps tanh's output safe, but linear then saved the clone"),
+        (clone_into_linear_block, "your clone() keeps linear's input safe, but tanh saved its output"),
+        (clone_too_late_block, "A clone after the write comes too late"),
+    ],
+)
+def test_fix_residual_hint_says_where_the_clone_went_wrong(block, hint_part):
+    """Issue 19: a clone() after tanh, still before x += linear(x), got the hint about tanh's output."""
+    feedback = assert_wrong("ch5.fix_residual", block)
+    assert hint_part in feedback.hint
+    assert "x = x + linear(x)" in feedback.hint
+
+
+def test_fix_residual_hint_without_a_clone_names_both_saved_tensors():
+    hint = assert_wrong("ch5.fix_residual", broken_block).hint
+    assert "clone" not in hint and "tanh saved (its output) and that linear saved (its input)" in hint
 
 
 # --- ch5.find_culprit -------------------------------------------------------------------------------------------
@@ -369,7 +444,7 @@ def test_set_on_a_clone_is_accepted_but_backward_fails():
 
 
 def test_memory_comparison_runs_backward_for_every_row():
-    notebook = json.loads(NOTEBOOK.read_text())
+    notebook = json.loads(MEMORY_DIVE.read_text())
     cell = next("".join(c["source"]) for c in notebook["cells"] if "def measure(step):" in "".join(c["source"]))
     assert "h.sum().backward()" in cell and "mul_(h)" not in cell
 
@@ -478,6 +553,7 @@ def test_saved_tensor_hooks_skip_the_version_check():
         with hooks():
             b = a.exp()
         b.mul_(2)
+        assert b.grad_fn.name() == "MulBackward0"  # the write is recorded (fact-check F6): recording is not enough
         b.sum().backward()  # no error
         assert torch.allclose(a.grad, 4 * a.detach().exp())  # the true gradient is 2 * exp(a)
 
@@ -657,3 +733,156 @@ def test_custom_linear_a_bias_gradient_without_a_bias_is_told_to_return_none():
     always_three = _variant(lambda ctx, g, inputs, weight, bias: (g @ weight, g.t() @ inputs, g.sum(0)))
     feedback = assert_wrong("ch5.custom_linear", always_three)
     assert "(grad_inputs, grad_weight, None)" in feedback.hint
+
+
+# --- fact-check findings of 2026-11-27 (F5, F7), each a rule the chapter once stated too broadly ------------------
+
+
+@pytest.mark.parametrize("module", [torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout])
+def test_alpha_dropouts_ignore_inplace_true(module):
+    """F7: AlphaDropout and FeatureAlphaDropout never write in place, even in training with p > 0."""
+    x = torch.ones(2, 4, 3, 3)
+    out = module(p=0.5, inplace=True).train()(x)
+    assert out is not x and x._version == 0 and torch.equal(x, torch.ones(2, 4, 3, 3))
+
+
+@pytest.mark.parametrize("module", [torch.nn.Dropout, torch.nn.Dropout2d])
+def test_the_other_dropouts_write_in_place_in_training(module):
+    x = torch.ones(2, 4, 3, 3)
+    assert module(p=0.5, inplace=True).train()(x) is x and x._version == 1
+
+
+def test_views_of_an_inference_tensor_have_no_counter_wherever_they_are_made():
+    """F5: 'every tensor made outside inference_mode carries a counter' is false for views of inference tensors."""
+    with torch.inference_mode():
+        made_inside = torch.zeros(4)
+    view, detached = made_inside[1:], made_inside.detach()
+    with pytest.raises(RuntimeError, match="Inference tensors do not track version counter"):
+        view._version
+    with torch.inference_mode():
+        detached.add_(1)
+    assert detached.is_inference() and detached._version == 0
+
+
+def test_the_core_states_the_scope_of_a_gradient_without_an_error():
+    """F6: the chapter once said a recorded write that backward accepts gives the out-of-place gradient."""
+    core = notebook_text(NOTEBOOK)
+    assert "No error proves only that the saved tensors autograd checked kept their versions." in core
+    graph_dive = notebook_text(DEEP_DIVES / "what_does_an_inplace_write_do_to_the_autograd_graph.ipynb")
+    assert "the write moves the counter of every saved tensor it changes" in graph_dive  # rules-05 B13
+
+
+# --- the chapter's text: claims the reviews broke must not come back ---------------------------------------------
+
+CHAPTER_5_NOTEBOOKS = [NOTEBOOK] + [
+    DEEP_DIVES / f"{name}.ipynb"
+    for name in [
+        "what_counts_as_an_inplace_write",
+        "what_does_an_inplace_write_do_to_the_autograd_graph",
+        "how_do_you_find_an_inplace_bug_with_plain_pytorch",
+        "when_does_an_inplace_write_give_a_wrong_gradient_without_an_error",
+        "does_inplace_save_memory_once_autograd_records_it",
+        "how_do_you_write_a_custom_autograd_function_that_works_in_place",
+        "how_do_you_change_a_saved_tensor_on_purpose",
+        "which_inplace_bugs_are_common_and_how_do_you_fix_each",
+    ]
+]
+
+
+def chapter_5_prose():
+    """The markdown of the core chapter and its eight deep dives, lower-cased, with runs of white space as one."""
+    cells = [cell for path in CHAPTER_5_NOTEBOOKS for cell in json.loads(path.read_text())["cells"]]
+    text = " ".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    return " ".join(text.lower().split())
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        "every tensor made outside `torch.inference_mode()` carries a counter",  # fact-check F5
+        "when backward works the gradient is the one an out-of-place program gives",  # F6
+        "(like the other dropout modules)",  # F7: the alpha dropouts never write in place
+        "which ddp runs on parameters and gradients",  # F4 went too far (rules-05 B3): DDP's wrap moves the counter
+        "ddp runs them:",  # B3
+        "backward fails when a tensor that a backward node saved is changed in place",  # B1: only nodes it reaches
+        "a function that autograd can differentiate refuses `out=`",  # B2: tensordot, linalg.norm... accept it
+        "autograd cannot record such a write",  # B2: they record it as CopyBackwards
+        "does not break backward after a layer that does not save its output",  # B4: Sigmoid, Identity, ReLU_
+        "after layers that keep no output",  # B4
+        "`x += f(x)` breaks only when",  # B5: a chunk piece raises another error
+        "it breaks only when something saved `x`",  # B5
+        "reproduces that experiment: exactly 400,000,000 bytes",  # B6: chapter 6 measures 1000 x 1000
+        "a new tensor starts at 0",  # B7: F.one_hot is at 2, nn.Linear's weight at 1
+        "the write is `add_` on each weight",  # B8: Adam writes with addcdiv_
+        "yes, but the graph never recorded the write | wrong gradient",  # B9: it may raise instead
+        "`nn.linear` saves a view of its weight",  # B10: only when its input requires grad
+        "for a saved *output*, part 2 names the operation that saved it",  # B11: sort's indices have no part 2
+        "`mul` and `@` save each operand",  # B12: a 3-d non-contiguous x @ W saves a copy
+        "it holds when autograd records the write and checks the saved tensor",  # B13: a saved alias
+        "records the write **and checks** every saved tensor",  # B13
+        "everything else about the count and the types is checked",  # B14: another dtype is cast
+        "it does not allocate a new tensor",  # B15: out= into an empty tensor allocates
+        "writes into memory the tensor already owns",  # B15
+        "`+=` and its friends",  # B16: @= rebinds
+        "seed article",  # learner review: jargon a learner cannot decode
+        "listed in `00_start_here`",  # chapter 0 no longer lists the articles
+    ],
+)
+def test_a_broken_claim_does_not_come_back(old_claim):
+    assert old_claim not in chapter_5_prose()
+
+
+def test_backward_fails_only_when_it_reaches_the_node_with_the_stale_tensor():
+    """B1: the rule says 'when it reaches a node'; a backward that does not reach ExpBackward0 works."""
+    a, c = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    b = a.exp()
+    y = b * 1 + c
+    b.mul_(2)  # ExpBackward0's saved result is stale
+    y.sum().backward(inputs=[c])
+    assert torch.equal(c.grad, torch.ones(3))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_some_differentiable_functions_record_an_out_write():
+    """B2: 'most functions refuse out=' while recording; tensordot accepts it and records a copy."""
+    a = torch.randn(3, 3, requires_grad=True)
+    out = torch.empty(0)
+    torch.tensordot(a, a, dims=1, out=out)
+    assert out.grad_fn.name().endswith("CopyBackwards")
+
+
+@pytest.mark.parametrize("between", [torch.nn.Identity(), torch.nn.Dropout(0.1).eval()], ids=["Identity", "eval"])
+def test_relu_inplace_after_a_layer_that_passes_its_input_through_still_raises(between):
+    """B4: the layer right before ReLU(inplace=True) saves nothing, but the Tanh before it saved the tensor."""
+    net = torch.nn.Sequential(torch.nn.Tanh(), between, torch.nn.ReLU(inplace=True))
+    with pytest.raises(RuntimeError, match="output 0 of Tanh"):
+        net(torch.randn(8, 4, requires_grad=True)).sum().backward()
+
+
+def test_adding_into_a_chunk_piece_raises_another_error():
+    """B5: `x += f(x)` raises *the version error* only when something saved x; a chunk piece refuses the write."""
+    x1, x2 = torch.nn.Linear(4, 4)(torch.randn(3, 4)).chunk(2, dim=1)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        x2 += torch.nn.Linear(2, 2)(x1)
+
+
+def test_at_equals_rebinds_and_the_others_write_in_place():
+    """B16: the core lists +=, -=, *= and /=; @= is not in place."""
+    x = original = torch.eye(2)
+    x @= torch.eye(2)
+    assert x is not original and original._version == 0
+    for statement in ["x += 2", "x -= 2", "x *= 2", "x /= 2"]:
+        namespace = {"x": torch.ones(2)}
+        before = namespace["x"]
+        exec(statement, namespace)  # noqa: S102
+        assert namespace["x"] is before and before._version == 1
+
+
+def test_the_changing_line_exercise_has_its_program_in_a_collapsed_watch_cell():
+    """Learner review: the exercise gives a ready %%watch_inplace cell; its stored output (the answer) is collapsed."""
+    code = [cell for cell in json.loads(NOTEBOOK.read_text())["cells"] if cell["cell_type"] == "code"]
+    stub = next(i for i, cell in enumerate(code) if "".join(cell["source"]).startswith("answer = ...  # a line"))
+    watch = code[stub - 1]
+    assert "".join(watch["source"]) == "%%watch_inplace\n" + chapter5.CHANGING_LINE_PROGRAM.rstrip("\n")
+    assert watch["metadata"]["jupyter"]["outputs_hidden"] is True

@@ -403,3 +403,136 @@ def test_the_threaded_original_would_pass_on_its_figures_alone():
 
 def test_reduce_peak_rejects_a_non_function():
     assert_wrong("ch6.reduce_peak", torch.zeros(3))
+
+
+# --- quick predictions: what torch computes is what the chapter's text says -----------------------------------
+
+
+def test_prediction_truths_are_what_the_chapter_says():
+    from tutorial_lib.exercises import _CHECKERS
+
+    truths = {key: _CHECKERS[key].prediction["truth"]() for key in _CHECKERS if key.startswith("ch6.q_")}
+    assert truths == {
+        "ch6.q_relu_bytes": (4_000_000, 0),  # out of place: one x-sized tensor; in place: nothing
+        "ch6.q_sum_peak": "peak",  # the temporary x * 2 counts in the peak only
+        "ch6.q_step_parts": (1, 2),  # gradients 1 P, Adam's two moments 2 P (plus 4 B per tensor)
+        "ch6.q_checkpoint": "input",  # checkpoint keeps the block's input, recomputes the hidden output
+        "ch6.q_autocast": "no",  # for a batch of 512 autocast's bfloat16 copies outweigh the halved activations
+    }
+
+
+def test_without_checkpoint_a_block_keeps_its_input_and_its_hidden_output():
+    from tutorial_lib.exercises.chapter6 import _checkpoint_keeps
+
+    assert _checkpoint_keeps(use_checkpoint=False) == "both"
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, words",
+    [
+        ("ch6.q_relu_bytes", (4_000_000, 4_000_000), "relu_ writes into x's own storage"),
+        ("ch6.q_relu_bytes", [1_000_000, 0], "each float32 value takes 4 bytes"),
+        ("ch6.q_sum_peak", "both", "only the 4-byte sum is left"),
+        ("ch6.q_step_parts", (1, 1), "two tensors per parameter"),
+        ("ch6.q_checkpoint", "hidden", "the other way round"),
+        ("ch6.q_autocast", "yes", "copies of the weights and the input"),
+    ],
+)
+def test_prediction_mistakes_are_diagnosed(exercise_id, answer, words):
+    assert words in assert_wrong(exercise_id, answer).message
+
+
+def test_predictions_name_the_wrong_entry_of_a_pair():
+    assert "entry 2" in assert_wrong("ch6.q_step_parts", (1, 5)).message
+    assert "not one of the answers" in assert_wrong("ch6.q_checkpoint", "output").message
+
+
+# --- the reviews of issue 19 (rules-0306, learner-04050607) and issue 20 §1: old sentences stay gone ----------------
+
+CHAPTER_6_NOTEBOOKS = [
+    "notebooks/06_measure_memory_on_cpu_and_gpu.ipynb",
+    "notebooks/deep_dives/what_does_measure_memory_count_and_what_does_it_miss.ipynb",
+    "notebooks/deep_dives/where_does_every_byte_of_a_training_step_go.ipynb",
+    "notebooks/deep_dives/how_does_the_cuda_caching_allocator_round_and_reuse_memory.ipynb",
+]
+
+
+def chapter_6_cells(path):
+    import nbformat
+    from scripts import ROOT
+
+    return nbformat.read(ROOT / path, as_version=4).cells
+
+
+def chapter_6_markdown():
+    return " ".join(
+        " ".join(cell.source.lower().split())
+        for path in CHAPTER_6_NOTEBOOKS
+        for cell in chapter_6_cells(path)
+        if cell.cell_type == "markdown"
+    )
+
+
+@pytest.mark.parametrize(
+    "old_claim",
+    [
+        "a training step holds four kinds",  # B13: at the peak, temporaries come on top
+        "only activations grow with the batch",  # B1: a sparse embedding gradient grows with the batch too
+        "runs the operations in 16 bits",  # B4: autocast casts only the operations on its lists
+        "keeps its input `mat1` and its weight `mat2`",  # B5: the first layer's input needs no grad, so no mat2
+        "a parameter that took no part in the forward pass gets",  # B15: also one used only under no_grad
+        "every tensor an operation saves for backward is passed",  # B16: a wrapped Python number is skipped
+        "peaks at 4,000,012 bytes, not 4,000,000. pytorch turns",  # B9: relu(x).sum() peaks there too, no number
+        "plus the 12 bytes of the number `2`",  # B9, the predict_bytes solution
+        "from a batch of 1024 up",  # learner: batch 768 already leaves less
+        # issue 20 §1: the blind spots measure_memory no longer has
+        "the 4,000,000 bytes are not counted",
+        "can come out *below* the truth",
+        "is the hard case for a profiler-based count",
+        "threads are not counted either;",  # the core's box
+        "allocations in **other threads** are not counted",
+        "where the two differ and `unseen` is empty, the report is silently wrong",
+    ],
+)
+def test_a_broken_claim_does_not_come_back(old_claim):
+    assert old_claim not in chapter_6_markdown()
+
+
+@pytest.mark.parametrize(
+    "prediction, answer_sentence",
+    [
+        ("ch6.q_sum_peak", "freed"),  # learner-04050607: "it is freed as soon as .sum() has read it" gave it away
+        ("ch6.q_checkpoint", "keeps the block's input"),
+        ("ch6.q_checkpoint", "keeps its input"),
+    ],
+)
+def test_a_predictions_answer_is_not_stated_just_before_it(prediction, answer_sentence):
+    cells = chapter_6_cells(CHAPTER_6_NOTEBOOKS[0])
+    at = next(i for i, cell in enumerate(cells) if f'tl.check("{prediction}"' in cell.source)
+    start = max(i for i in range(at) if cells[i].cell_type == "code" or cells[i].source.startswith("## "))
+    before = " ".join(" ".join(cell.source.lower().split()) for cell in cells[start:at] if cell.cell_type == "markdown")
+    assert answer_sentence not in before
+
+
+def test_the_core_states_382_mib_only_with_the_split_rule():
+    # rules-00 B11: 191 x 2 MiB counts as allocated only because the 543 KiB left over is too small to split off.
+    for cell in chapter_6_cells(CHAPTER_6_NOTEBOOKS[0]):
+        if cell.cell_type == "markdown" and "191 × 2" in cell.source:
+            assert "split" in cell.source
+
+
+def stored_text(path):
+    return "\n".join(
+        output.get("text", "")
+        for cell in chapter_6_cells(path)
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
+
+
+def test_the_stored_outputs_agree_with_the_prose_about_frees_of_older_memory():
+    # The core says the second step leaves nothing new; the deep dive says frees of older tensors are counted.
+    assert "2nd step leaves nothing new: True" in stored_text(CHAPTER_6_NOTEBOOKS[0])
+    measured = stored_text(CHAPTER_6_NOTEBOOKS[1])
+    assert "the report counts the free: True" in measured
+    assert "the report says so: True" in measured

@@ -11,7 +11,15 @@ import torch
 from exercise_asserts import assert_correct, assert_wrong
 from torch import nn
 
-from tutorial_lib.exercises.chapter7 import SAME_OBJECT_CALLS, same_object_truth, saved_size
+from tutorial_lib.exercises.chapter7 import (
+    SAME_OBJECT_CALLS,
+    child_write_reaches_parent,
+    dtypes_after_module_to,
+    loaded_pair_after_a_write,
+    same_object_truth,
+    same_or_new,
+    saved_size,
+)
 
 # --- ch7.save_small -----------------------------------------------------------------------------------------
 
@@ -60,6 +68,22 @@ def test_save_small_rejects_contiguous_with_its_own_hint():
 )
 def test_save_small_rejects_other_mistakes(wrong_answer):
     assert_wrong("ch7.save_small", wrong_answer)
+
+
+def test_save_small_tells_a_deep_copy_that_it_duplicated_the_whole_storage():
+    # fact-check 04-07 F16: the hint said "the tensor you save still uses the big tensor's storage" and blamed
+    # contiguous(), but copy.deepcopy of a view copies the whole storage into a new one.
+    import copy
+
+    feedback = assert_wrong("ch7.save_small", copy.deepcopy)
+    assert "duplicated the whole" in feedback.message and "deepcopy" in feedback.message
+    assert "piece.clone()" in feedback.hint
+    assert "still uses the big tensor's storage" not in feedback.hint and "contiguous()" not in feedback.hint
+
+
+def test_save_small_keeps_the_shared_storage_hint_for_a_view():
+    feedback = assert_wrong("ch7.save_small", lambda piece: piece.detach())
+    assert "still uses the big tensor's storage" in feedback.hint and "duplicated" not in feedback.message
 
 
 def test_save_small_rejects_a_non_function():
@@ -510,3 +534,119 @@ def test_module_to_a_frozen_parameter_is_wrong_for_the_true_reason():
     assert "requires_grad=False keeps an optimizer from moving it" in feedback.message
     assert "would train it" not in feedback.message
     assert "requires_grad=False" not in assert_wrong("ch7.module_to", ParameterNormalizer).message
+
+
+# --- the core chapter's quick predictions: what torch computes is what the chapter says ------------------------
+
+
+def test_quick_predictions_compute_what_the_chapter_teaches():
+    assert same_or_new() == ("same", "new", "new")
+    assert dtypes_after_module_to() == ("float64", "float64", "float32")
+    assert child_write_reaches_parent() == "changed"
+    assert loaded_pair_after_a_write() == ("changed", "unchanged")
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, words",
+    [
+        ("ch7.q_same_object", ("new", "new", "new"), "nothing is allocated"),
+        ("ch7.q_same_object", ("same", "new", "same"), "copy=True forces"),
+        ("ch7.q_plain_attribute", ("float64", "float64", "float64"), "plain attribute"),
+        ("ch7.q_child_write", "unchanged", "shared memory"),
+        ("ch7.q_saved_together", ("unchanged", "unchanged"), "come back over one storage"),
+        ("ch7.q_saved_together", ("changed", "changed"), "new memory"),
+    ],
+)
+def test_quick_predictions_name_the_mistake(exercise_id, answer, words):
+    assert words in assert_wrong(exercise_id, answer).message
+
+
+def test_quick_prediction_of_entries_names_the_one_that_is_off():
+    feedback = assert_wrong("ch7.q_plain_attribute", ("float32", "float64", "float32"))
+    assert "entry 1" in feedback.message
+
+
+# --- the chapter's text: claims the fact-checks broke must not come back -------------------------------------------
+
+CHAPTER_7_NOTEBOOKS = [
+    "notebooks/07_move_tensors_across_devices_processes_and_files.ipynb",
+    "notebooks/deep_dives/when_does_to_return_the_same_tensor.ipynb",
+    "notebooks/deep_dives/what_happens_when_a_tensor_moves_to_a_gpu.ipynb",
+    "notebooks/deep_dives/what_does_module_to_convert.ipynb",
+    "notebooks/deep_dives/what_happens_to_a_tensor_sent_to_another_process.ipynb",
+    "notebooks/deep_dives/did_both_hogwild_workers_write_into_one_model.ipynb",
+    "notebooks/deep_dives/do_data_parallel_replicas_share_their_parameters.ipynb",
+    "notebooks/deep_dives/what_does_torch_save_write.ipynb",
+    "notebooks/deep_dives/what_does_torch_load_give_back.ipynb",
+]
+
+
+def chapter_7_prose() -> str:
+    """The markdown of chapter 7 and its deep dives, lower case, every run of white space made one space."""
+    import nbformat
+    from scripts import ROOT
+
+    text = " ".join(
+        cell.source
+        for path in CHAPTER_7_NOTEBOOKS
+        for cell in nbformat.read(ROOT / path, as_version=4).cells
+        if cell.cell_type == "markdown"
+    )
+    return " ".join(text.lower().split())
+
+
+@pytest.mark.parametrize(
+    "finding, old_claim",
+    [
+        ("04-07 F3: a mapping reports itself to the profiler", "counts what pytorch's cpu allocator hands out"),
+        ("04-07 F8: torch.normal ignores the meta device", "every tensor that a factory function"),
+        (
+            "04-07 F17: assign=True overwrites a parameter's requires_grad",
+            "a `parameter` in the dictionary goes in as it is",
+        ),
+        ("rules-0107 B2: composites do not reach a dispatch mode", "records every low-level (aten) operation"),
+        ("rules-0107 B2: composites do not reach a dispatch mode", "nothing ran, nothing was allocated"),
+        ("rules-0107 B2: composites do not reach a dispatch mode", "for every aten operation run inside its"),
+        ("rules-0107 B3: .cpu() and .float() refuse non_blocking", "`non_blocking=true` is accepted everywhere"),
+        ("rules-0107 B4: channels_last copies an already channels-last tensor", "only when something must change"),
+        ("rules-0107 B4: channels_last copies an already channels-last tensor", "or the memory layout changes"),
+        ("rules-0107 B5: addcmul refuses a 0-dim cpu tensor", "the exemption belongs to elementwise operations"),
+        ("rules-0107 B6: ctx marks change what a function returns", "whose `forward` returns one of its inputs gives"),
+        ("rules-0107 B10: a tensor on gpu 1 records 'cuda:1'", "a file saved from gpu tensors records"),
+    ],
+)
+def test_a_broken_claim_does_not_come_back(finding, old_claim):
+    assert old_claim not in chapter_7_prose(), finding
+
+
+@pytest.mark.parametrize(
+    "finding, fixed_claim",
+    [
+        ("04-07 F3", "the profiler records a file mapping at its full size when the mapping is made"),
+        ("04-07 F8", "`torch.normal(mean, std, size=...)`, which the device context does not intercept"),
+        ("04-07 F17", "a `parameter` in the dictionary goes in as the same object, but its `requires_grad` is set"),
+        ("rules-0107 B3", "the shorthands `.cpu()`, `.float()` and `.double()` do not take it"),
+        ("rules-0107 B4", "return their input when the dtype and device already match and you ask for nothing else"),
+    ],
+)
+def test_the_fixed_claim_is_in_place(finding, fixed_claim):
+    assert fixed_claim in chapter_7_prose(), finding
+
+
+def test_the_fixed_claims_hold_on_this_torch():
+    """What the fixed sentences say, asked of torch itself (the notebooks' stored outputs show the same)."""
+    x = torch.arange(6.0)
+    with pytest.raises(TypeError, match="non_blocking"):  # B3
+        x.cpu(non_blocking=True)
+    assert x.to("cpu", non_blocking=True) is x
+    grey = torch.zeros(8, 1, 28, 28)  # B4: already channels-last contiguous, and still copied
+    assert grey.is_contiguous(memory_format=torch.channels_last)
+    assert grey.to(memory_format=torch.channels_last) is not grey
+    assert x.to(torch.float32) is x
+    with torch.device("meta"):  # F8
+        assert torch.zeros(3).device.type == "meta"
+        assert torch.normal(0.0, 1.0, size=(3,)).device.type == "cpu"
+    model = nn.Linear(2, 1)  # F17: the same Parameter object, its requires_grad overwritten
+    frozen = nn.Parameter(torch.ones(1, 2), requires_grad=False)
+    model.load_state_dict({"weight": frozen, "bias": torch.zeros(1)}, assign=True)
+    assert model.weight is frozen and frozen.requires_grad

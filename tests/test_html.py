@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from scripts import load_script
+from scripts import course_notebooks, load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,13 +22,14 @@ def built(tmp_path_factory):
     return builder, out, builder.build(out)
 
 
-def test_index_lists_every_notebook_in_chapter_order(built):
+def test_index_lists_the_core_path_in_chapter_order_then_the_deep_dives(built):
     _, out, pages = built
-    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert [p.name for p in pages] == ["index.html"] + [f"{n.stem}.html" for n in notebooks]
+    notebooks = course_notebooks()
+    expected = [n.relative_to(ROOT / "notebooks").with_suffix(".html").as_posix() for n in notebooks]
+    assert [p.relative_to(out).as_posix() for p in pages] == ["index.html"] + expected
     index = (out / "index.html").read_text()
     links = re.findall(r'<li><a href="([^"]+)">([^<]+)</a>', index)
-    assert [href for href, _ in links] == [f"{n.stem}.html" for n in notebooks]
+    assert [href for href, _ in links] == expected
     for (href, title), notebook in zip(links, notebooks):
         first = nbformat.read(notebook, as_version=4).cells[0].source
         assert f"# {html.unescape(title)}" in first
@@ -42,6 +43,14 @@ def test_pages_load_nothing_from_the_network(built):
         assert not builder.REMOTE.search(text), page.name
         assert "require.min.js" not in text and "mathjax" not in text.lower(), page.name
         assert builder.WIDGET not in text, page.name  # widgets show their text summary instead
+
+
+def test_every_link_to_a_notebook_becomes_a_link_to_its_page():
+    builder = load_builder()
+    text = "[a](01_x.ipynb), [b](deep_dives/why_y.ipynb#z), [c](../02_z.ipynb), [d](https://e.org/f.ipynb)"
+    assert builder.NOTEBOOK_LINK.sub(lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", text) == (
+        "[a](01_x.html), [b](deep_dives/why_y.html#z), [c](../02_z.html), [d](https://e.org/f.ipynb)"
+    )
 
 
 def test_links_between_notebooks_point_to_pages(built):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 import pytest
 
@@ -95,7 +97,7 @@ def test_measure_memory_magic_says_one_op_and_what_it_could_not_count(shell, cap
     result, output = run(shell, capsys, source)
     assert result.success
     assert ", 1 op" in output and "1 ops" not in output
-    assert "not counted:" in output and "thread" in output
+    assert "unseen:" in output and "thread" in output
 
 
 def test_watch_magic_shows_other_errors_without_the_watchers_frames(shell, capsys):
@@ -117,8 +119,24 @@ def test_watch_magic_says_the_forward_ran_in_an_earlier_cell(shell, capsys):
     assert "the forward pass ran outside this watch_inplace block: in an earlier block or cell" in output
 
 
-def test_memory_magic_says_a_del_of_an_older_tensor_is_not_counted(shell, capsys):
+def test_memory_magic_counts_a_del_of_an_older_tensor(shell, capsys):
     assert run(shell, capsys, "import torch\nold = torch.ones(1000)\n")[0].success
     result, output = run(shell, capsys, "%%measure_memory --no-plot\ndel old\n")
-    assert "allocated 0 B, peak 0 B, 0 ops" in output
-    assert "not counted: frees of tensors from before the cell that no op of the cell used (del x)" in output
+    assert "allocated -4,000 B (-3.91 KiB), peak 0 B, 0 ops" in output
+    assert "unseen" not in output
+
+
+def test_running_a_memory_cell_again_counts_the_free_of_its_earlier_result(shell, capsys):
+    """Re-running a cell rebinds its names: the tensors of the first run go, as the allocator says (issue 20)."""
+    cell = "%%measure_memory --no-plot\nimport torch\nresult = torch.ones(1000) * 2\n"
+    first = figures(run(shell, capsys, cell)[1])
+    assert first[0] == 4000  # the double is left; the ones are freed
+    output = run(shell, capsys, cell)[1]
+    # the old result goes when the new one is bound, after both ops: the same peak, and nothing is left
+    assert figures(output) == (0, first[1]) and "unseen" not in output
+
+
+def figures(output):
+    """(allocated, peak) in bytes, read from the magic's first line."""
+    found = re.search(r"allocated (-?[\d,]+) B.*peak ([\d,]+) B", output)
+    return tuple(int(number.replace(",", "")) for number in found.groups())

@@ -74,10 +74,10 @@ def test_temporary_counts_in_peak_only():
     with measure_memory() as mem:
         total = (x * 2).sum()
     assert mem.allocated == nbytes(total) == total.element_size() == 4
-    # the temporary and the sum were alive together, with the few bytes of the wrapped 2 and the sum's scratch
+    # the temporary and the sum were alive together, with the wrapped 2 and the sum's scratch, whose size is
+    # torch's own (12 B on torch 2.13, 68 B on 2.11): the allocator's events are the truth, not a bound on them
     truth, kept = allocator_figures(lambda: (x * 2).sum())
-    assert mem.peak == truth.peak
-    assert BIG_BYTES + nbytes(total) <= mem.peak < BIG_BYTES + 64
+    assert mem.peak == truth.peak >= BIG_BYTES + nbytes(total)
     del total
 
 

@@ -610,10 +610,10 @@ def test_a_compiled_function_inside_the_watchers_is_recorded():
     assert [op.name for op in ops] == ["aten::mul", "aten::sin"]
     assert torch.allclose(y, (x * 2).sin())
     with tl.measure_memory() as report:
-        y = compiled(x)
+        z = compiled(x)  # a name of its own: binding y again would free the first result inside the block
     # sin's 12 bytes stay; mul's 12 were freed after sin; the peak adds the 8-byte double the number 2 becomes
     # for aten::mul
-    assert (report.allocated, report.peak) == (12, 32)
+    assert (report.allocated, report.peak) == (12, 32) and torch.equal(z, y)
 
 
 def test_trace_ops_keeps_the_version_bumps_of_foreach_updates():

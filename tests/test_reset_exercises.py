@@ -81,3 +81,29 @@ def test_reset_outside_git_says_why(tmp_path):
     shutil.copy(NOTEBOOKS[1], copy)
     with pytest.raises(SystemExit, match="git checkout"):
         reset.reset(copy, "HEAD", tmp_path)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "# Predict" in p.read_text()], ids=lambda p: p.stem)
+def test_the_cell_after_each_prediction_keeps_its_answer_collapsed_until_it_runs(path):
+    """A learner who opens the notebook must not read the answer before predicting: `make notebooks` collapses the
+    stored output of the reveal cell (JupyterLab shows it again when the cell runs)."""
+    reset = load_reset()
+    code = [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+    reveals = [after for cell, after in zip(code, code[1:]) if reset.is_prediction_cell(cell)]
+    reveals = [cell for cell in reveals if not reset.is_prediction_cell(cell)]
+    assert reveals
+    for cell in reveals:
+        assert cell.metadata.get("jupyter", {}).get("outputs_hidden") is True, cell.source[:80]
+
+
+def test_collapse_reveals_collapses_only_the_cell_after_a_prediction():
+    execute = load_script(Path(".ci/execute_notebooks.py"))
+    cells = [
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell('# Predict: x?\ntl.check("a", ...)', metadata={"tags": ["predict"]}),
+        nbformat.v4.new_code_cell("print(x)"),
+        nbformat.v4.new_code_cell("print(x + 1)"),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    assert execute.collapse_reveals(notebook) == 1
+    assert [cell.metadata.get("jupyter", {}).get("outputs_hidden", False) for cell in cells] == [0, 0, 1, 0]

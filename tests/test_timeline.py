@@ -35,8 +35,8 @@ def measured_pair():
     with tl.measure_memory() as out_of_place:
         kept = (x * 2).relu().sum()
     with tl.measure_memory() as in_place:
-        kept = x.mul(2).relu_().sum()
-    del kept
+        kept_too = x.mul(2).relu_().sum()  # a name of its own: binding kept again would free the first sum here
+    del kept, kept_too
     return out_of_place, in_place
 
 
@@ -459,3 +459,18 @@ def test_op_hover_counts_what_each_column_made_and_freed():
         assert (f"made {len(made)} allocation" in text) == bool(made)
         assert (f"freed {len(freed)} allocation" in text) == bool(freed)
     del z, w
+
+
+def test_the_driver_row_is_growth_the_driver_saw_not_the_context():
+    """draw_cuda_memory's driver figure is how much the device's used memory grew: the part above `reserved` is
+    whatever else the driver gave out meanwhile, not necessarily the CUDA context (fix-06 review)."""
+    from tutorial_lib.pictures.timeline import cuda_memory_scene, cuda_memory_summary
+
+    summary = cuda_memory_summary(400_000_000, 400_556_032, 400_556_032, 400_556_032 + 2 * 2**20, source="s")
+    assert "more the driver gave out meanwhile" in summary and "the CUDA context and other" not in summary
+    texts = [
+        item.text
+        for item in cuda_memory_scene(400_000_000, 400_556_032, 400_556_032, 402_653_184, source="s").items
+        if hasattr(item, "text")
+    ]
+    assert any("more the driver gave out" in text for text in texts)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 _CHECKERS: dict[str, Callable] = {}
-_CHAPTER_MODULES = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
+_CHAPTER_MODULES = ("chapter0", "chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
 
 CORRECT, WRONG, NOT_ATTEMPTED = "correct", "wrong", "not attempted"
 
@@ -163,13 +163,35 @@ def _normalized(answer):
 def _same(answer, truth) -> bool:
     if isinstance(truth, float) and isinstance(answer, (int, float)) and not isinstance(answer, bool):
         return math.isclose(answer, truth, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(truth, int) and not isinstance(truth, bool) and isinstance(answer, float):
+        return answer.is_integer() and int(answer) == truth  # 120.0 bytes is 120 bytes
     if isinstance(truth, tuple) and isinstance(answer, tuple):
         return len(answer) == len(truth) and all(_same(a, t) for a, t in zip(answer, truth))
     return type(answer) is type(truth) and answer == truth
 
 
-def _shown(value) -> str:
-    return repr(value) if not isinstance(value, tuple) else "(" + ", ".join(_shown(v) for v in value) + ")"
+def _as_written(value) -> str:
+    """An answer as Python would write it: tensors, sizes and arrays as tuples, strings quoted as given."""
+    if hasattr(value, "tolist") and not isinstance(value, (int, float, str)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_as_written(item) for item in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+def _form(value) -> str:
+    """What kind of answer ``value`` is, in words, without giving it away."""
+    if isinstance(value, bool):
+        return "True or False"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a word in quotes"
+    if isinstance(value, tuple):
+        kinds = {_form(item) for item in value}
+        each = f", each {kinds.pop()}" if len(kinds) == 1 else ""
+        return f"a tuple of {len(value)} entr{'y' if len(value) == 1 else 'ies'}{each}"
+    return type(value).__name__
 
 
 def prediction(
@@ -202,27 +224,40 @@ def prediction(
 
     def checker(answer):
         guess = _normalized(answer)
-        expected = _normalized(truth())
+        import torch
+
+        with torch.random.fork_rng(devices=[]):  # checking a guess must not move the learner's random numbers
+            true_answer = truth()
+        expected = _normalized(true_answer)
+        # Messages quote the answers as written (the learner's) and as torch gave them, not their compared forms.
+        said, says = _as_written(answer), _as_written(true_answer)
         words = guess if isinstance(guess, tuple) else (guess,)
         if allowed and any(word not in allowed for word in words):
             bad = next(word for word in words if word not in allowed)
-            options = " or ".join(repr(choice) for choice in allowed)
+            options = " or ".join(repr(choice) for choice in choices)
             where = f" (entry {words.index(bad) + 1})" if isinstance(guess, tuple) else ""
-            return wrong(f"{bad!r}{where} is not one of the answers: write {options}.", why)
+            return wrong(
+                f"{bad!r}{where} is not one of the answers: write {options}.", "fix it and run the cell again."
+            )
         if _same(guess, expected):
             return correct(why)
+        if _form(guess) != _form(expected) and not (isinstance(guess, float) and isinstance(expected, int)):
+            # A typo in the form is not a wrong prediction: say what form is wanted, and keep the answer hidden.
+            return wrong(
+                f"the answer should be {_form(expected)}; you wrote {said}.", "fix the form and run the cell again."
+            )
         for mistake, diagnosis in diagnoses.items():
             if _same(guess, mistake):
-                return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}: {diagnosis}", why)
+                return wrong(f"torch says {says}, not {said}: {diagnosis}", why)
         if isinstance(expected, tuple) and isinstance(guess, tuple) and len(guess) == len(expected):
             off = [str(i + 1) for i, (mine, true) in enumerate(zip(guess, expected)) if not _same(mine, true)]
             entries, verb = ("entry", "is") if len(off) == 1 else ("entries", "are")
             return wrong(
                 f"{len(off)} of {len(expected)} entries {verb} not what torch says ({entries} {', '.join(off)}); "
-                f"torch says {_shown(expected)}.",
+                f"torch says {says}.",
                 why,
             )
-        return wrong(f"torch says {_shown(expected)}, not {_shown(guess)}.", why)
+        return wrong(f"torch says {says}, not {said}.", why)
 
     checker.prediction = {"truth": truth, "why": why, "choices": tuple(choices), "mistakes": dict(mistakes or {})}
     return exercise(exercise_id)(checker)

@@ -16,7 +16,7 @@ import torch
 
 from ..facts.ops import trace_ops
 from ..facts.storage import layout, same_storage, shares_memory
-from . import correct, exercise, wrong
+from . import correct, exercise, prediction, wrong
 
 # --- ch1.predict_strides ----------------------------------------------------------------------------------
 
@@ -265,3 +265,82 @@ def check_sliding_window(fn):
         "the same windows as x.unfold(0, k, 1), sharing x's memory, for contiguous and strided x alike. "
         "Windows overlap: writing into one element changes it in every window that contains it."
     )
+
+
+# --- quick predictions (one answer each; the truth is computed by torch when the check runs) -----------------
+
+
+def _hundreds() -> torch.Tensor:
+    """The chapter's ``x``: values 100 to 111 in a 3 x 4 view, so no value looks like a storage index."""
+    return torch.arange(100.0, 112.0).view(3, 4)
+
+
+def _column() -> torch.Tensor:
+    """The chapter's ``column``: shape (5, 1), strides (1, 5)."""
+    return torch.arange(5.0).view(1, 5).t()
+
+
+prediction(
+    "ch1.q_row_storage_bytes",
+    lambda: torch.arange(15).view(5, 3)[1].untyped_storage().nbytes(),
+    why="a[1] is a window onto a's storage, and untyped_storage() is that whole storage: 15 int64 numbers of 8 "
+    "bytes each.",
+    mistakes={
+        24: "the row's own 3 elements take 24 bytes, but its storage is the whole block the row is a window onto.",
+        3: "3 is the number of elements in the row; nbytes() counts the bytes of the whole storage.",
+        15: "15 is the number of elements in the storage; nbytes() counts bytes, 8 per int64.",
+    },
+)
+
+prediction(
+    "ch1.q_slice_strides",
+    lambda: _hundreds()[1:, ::2].stride(),
+    why="slicing keeps x's storage: [1:] moves the offset to cell 4 and leaves the strides alone, and ::2 takes "
+    "every second column, so one step along a row skips 2 cells.",
+    mistakes={
+        (4, 1): "those are x's own strides; ::2 skips every other column, which doubles the column stride.",
+        (2, 1): "those are the strides of a new (2, 2) tensor; a slice copies nothing, so its steps still count "
+        "cells of x's storage.",
+        (8, 2): "[1:] does not change the row stride: it only moves the offset.",
+    },
+)
+
+prediction(
+    "ch1.q_contiguous",
+    lambda: tuple(t.is_contiguous() for t in (_hundreds().t(), _hundreds()[1], _hundreds()[:, :2], _column())),
+    why="contiguous means row-major order without gaps: x.t() reads its cells in another order, x[1] reads 4 cells "
+    "in a row (the offset does not matter), x[:, :2] leaves a gap after each row, and column's last dimension has "
+    "size 1, so its stride is never used.",
+    mistakes={
+        (False, True, True, False): "that is the rule 'stride 1 in the last dimension', and it is wrong both ways: "
+        "x[:, :2] has stride 1 last but a gap after each row; column has stride 5 last, in a dimension of size 1.",
+        (False, False, False, True): "x[1] starts at offset 4, but the offset does not matter: its 4 cells sit one "
+        "after the other.",
+        (True, True, False, True): "x.t() reads every cell of the storage, but not in row-major order.",
+        (False, True, False, False): "column's last dimension has size 1: it is never stepped along, so its stride "
+        "of 5 does not matter.",
+    },
+)
+
+prediction(
+    "ch1.q_transpose_strides",
+    lambda: _hundreds().t().stride(),
+    why="t() swaps the two strides along with the shape and keeps the storage: one step to the next row of x.t() "
+    "is one cell, one step to the next column is four.",
+    mistakes={
+        (4, 1): "those are x's own strides; t() swaps them, along with the shape.",
+        (3, 1): "those are the strides of a new (4, 3) tensor; t() copies nothing, so its steps still count cells "
+        "of x's storage.",
+    },
+)
+
+prediction(
+    "ch1.q_expand_strides",
+    lambda: torch.tensor([10.0, 20.0, 30.0]).view(3, 1).expand(3, 4).stride(),
+    why="expand copies nothing: the dimension it stretches from size 1 to 4 gets stride 0, so all four indices "
+    "land on the same cell, and the other dimension keeps its stride 1.",
+    mistakes={
+        (4, 1): "those are the strides of a new 3 x 4 tensor; expand allocates nothing.",
+        (1, 1): "a stride of 1 steps to the next cell; a repeat has to stay on the same cell.",
+    },
+)

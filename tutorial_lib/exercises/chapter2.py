@@ -10,12 +10,13 @@ from __future__ import annotations
 import tracemalloc
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..facts.memory import measure_memory
-from ..facts.ops import view_or_copy
+from ..facts.ops import trace_ops, view_or_copy
 from ..facts.storage import same_storage, shares_memory
-from ..facts.watching import WatcherMode, tensors_in
-from . import correct, exercise, wrong
+from ..facts.watching import WatcherMode, storage_key, tensors_in
+from . import correct, exercise, prediction, wrong
 
 # --- ch2.make_view --------------------------------------------------------------------------------------
 
@@ -33,7 +34,49 @@ def _make_view_inputs():
         ("a transposed (non-contiguous) 3 x 5 matrix", torch.arange(15.0).reshape(5, 3).t()),
         ("a 4 x 1 int64 matrix (a single column)", torch.arange(4).reshape(4, 1)),
         ("a 6 x 7 float64 matrix of random numbers", torch.randn(6, 7, generator=generator, dtype=torch.float64)),
+        # a view that starts at storage offset 5: a bridge's storage then starts at another address than x's
+        ("rows 1 to 3 of a 4 x 5 matrix (a view starting at offset 5)", torch.arange(20.0).reshape(4, 5)[1:]),
     ]
+
+
+#: What the learner's function ran (aten op names) -> why its result is a copy, first match wins.
+_COPY_CAUSES = (
+    (
+        ("index", "index_select", "gather", "take", "masked_select"),
+        "a list of integers, a tensor of indices with at least one dimension or a mask is advanced indexing, and "
+        "index_select, gather and take pick elements the same way: all of them copy. ",
+    ),
+    (
+        ("stack", "cat"),
+        "stack and cat copy their pieces into one new tensor, even when every piece is a view of x. ",
+    ),
+    (
+        ("_unsafe_view",),
+        "reshape, flatten and reshape_as copy (aten clone, then _unsafe_view) when no strides over x's storage can "
+        "describe the new shape: here they could not. ",
+    ),
+    (
+        ("clone",),
+        "clone() copies, and so does contiguous() when the tensor is not contiguous. The strided slice itself is "
+        "already what you want. ",
+    ),
+    (
+        ("_to_copy",),
+        "torch.tensor(...) always copies; .to() and the dtype conversions copy when they change something. ",
+    ),
+)
+_VIEW_HINT = "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides."
+
+
+def _why_a_copy(fn, x) -> str:
+    """The hint for an answer whose result is a copy: named after the aten op that made the new memory."""
+    with trace_ops() as ops:
+        fn(x)
+    ran = {op.name.removeprefix("aten::") for op in ops}
+    for names, cause in _COPY_CAUSES:
+        if ran.intersection(names):
+            return cause + _VIEW_HINT
+    return "the result must read x's own storage. " + _VIEW_HINT
 
 
 @exercise("ch2.make_view", function="def every_other_column(x): ...")
@@ -57,12 +100,19 @@ def check_make_view(fn):
                 f"{tuple(expected.shape)}" + (" and other values." if result.shape == expected.shape else "."),
                 "keep every row and take every second column, starting with column 0 (dimension 1 is the columns).",
             )
+        if shares_memory(result, x) and result.untyped_storage()._cdata != x.untyped_storage()._cdata:
+            # torch.from_numpy(x.numpy()[:, ::2]), say: x's bytes under a storage object of its own, whose
+            # version counter is not x's (same_storage alone is fooled when both storages start at one address)
+            return wrong(
+                f"for {description} the result reads x's memory, but through a storage of its own (torch.from_numpy "
+                "and other bridges make one), so it is not a view of x: x's version counter does not see writes "
+                "through it.",
+                "stay in torch: slice x itself. " + _VIEW_HINT,
+            )
         if not shares_memory(result, x) or not same_storage(result, x):
             return wrong(
                 f"the values are right, but for {description} the result is a copy: it shares no memory with x.",
-                "a list of indices, or a tensor of indices with at least one dimension, is advanced indexing, which "
-                "copies. "
-                "Basic slicing with a step, start:stop:step, gives a view: it only changes the offset and the strides.",
+                _why_a_copy(fn, x),
             )
     return correct(
         "same values as the advanced-indexing version, but a view: it reads x's own storage (the column stride "
@@ -113,31 +163,43 @@ def predict_truth() -> list[str]:
     return [row.verdict for row in report]
 
 
-def _normalise(answer) -> list[str] | None:
+def _verdict_word(item) -> str | None:
+    """A verdict as the checker compares it: lower case, single spaces, "_" and "-" read as spaces."""
+    if not isinstance(item, str):
+        return None
+    return " ".join(item.replace("_", " ").replace("-", " ").lower().split())
+
+
+def _read_answer(answer) -> tuple[list[str] | None, str]:
+    """The learner's verdicts as words, or None and what is wrong with the answer's form: which entry is not a
+    verdict (the first one, and how many more), or how many entries there are."""
     expressions = list(PREDICT_EXPRESSIONS)
     if isinstance(answer, dict):
         answer = [answer.get(expression) for expression in expressions]
-    if isinstance(answer, str) or not isinstance(answer, (list, tuple)) or len(answer) != len(expressions):
-        return None
-    words = []
-    for item in answer:
-        if not isinstance(item, str):
-            return None
-        word = " ".join(item.replace("_", " ").replace("-", " ").lower().split())
-        if word not in VERDICTS:
-            return None
-        words.append(word)
-    return words
+    if isinstance(answer, str) or not isinstance(answer, (list, tuple)):
+        return None, f"Your answer is of type {type(answer).__name__}, not a list."
+    if len(answer) != len(expressions):
+        return None, f"Your list has {len(answer)} entries, for {len(expressions)} expressions."
+    words = [_verdict_word(item) for item in answer]
+    bad = [i for i, word in enumerate(words) if word not in VERDICTS]
+    if not bad:
+        return words, ""
+    first, item, word = bad[0], answer[bad[0]], words[bad[0]]
+    said = "missing" if item is None else repr(item)
+    close = [verdict for verdict in VERDICTS if word and verdict.startswith(word)]
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    more = f" {len(bad) - 1} more entries are not verdicts either." if len(bad) > 1 else ""
+    return None, f"Entry {first + 1} (`{expressions[first]}`) is {said}, not a verdict{meant}.{more}"
 
 
 @exercise("ch2.predict_view_or_copy")
 def check_predict_view_or_copy(answer):
     count = len(PREDICT_EXPRESSIONS)
-    words = _normalise(answer)
+    words, problem = _read_answer(answer)
     if words is None:
         return wrong(
-            f'the answer should be a list of {count} words, each "view", "copy" or "same tensor", in the order '
-            "of the expressions.",
+            f'{problem} The answer should be a list of {count} words, each "view", "copy" or "same tensor", in '
+            "the order of the expressions.",
             'e.g. answer = ["view", "copy", "same tensor", ...] with one entry per expression.',
         )
     truth = predict_truth()
@@ -191,13 +253,17 @@ def _python_peak(fn, y, x) -> int | None:
 
 class _MemoryFromElsewhere(WatcherMode):
     """Records the ops that read a tensor of y's size or more whose memory is neither y's, x's, nor made by an op
-    of the call: memory made where measure_memory cannot see it (a thread that existed before the call, NumPy)."""
+    of the call: memory made where measure_memory cannot see it (a thread that existed before the call, NumPy).
+    Also records whether an op of this thread wrote into y's storage (an argument the op's schema marks as written):
+    a change of y that no such op made came from NumPy (see _HandedToNumpy) or from another thread."""
 
-    def __init__(self, known_storages, size):
+    def __init__(self, known_storages, size, written_storage):
         super().__init__()
         self.known = {s._cdata for s in known_storages}
         self.size = size
+        self.written_key = written_storage._cdata
         self.foreign: list[str] = []
+        self.wrote_into_y = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -205,9 +271,31 @@ class _MemoryFromElsewhere(WatcherMode):
             storage = tensor.untyped_storage()
             if storage._cdata not in self.known and storage.nbytes() >= self.size:
                 self.foreign.append(func._schema.name)
+        for position, argument in enumerate(func._schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            value = args[position] if position < len(args) else kwargs.get(argument.name)
+            if any(storage_key(tensor) == self.written_key for tensor in tensors_in(value)):
+                self.wrote_into_y = True
         result = func(*args, **kwargs)
         self.known.update(t.untyped_storage()._cdata for t in tensors_in(result))
         return result
+
+
+class _HandedToNumpy(TorchFunctionMode):
+    """Records whether this thread handed a tensor over y's storage to NumPy (``.numpy()``, ``np.asarray``): the one
+    way to write into y in this thread without a torch op. Like every mode, it sees the calling thread only."""
+
+    def __init__(self, storage):
+        super().__init__()
+        self.key = storage._cdata
+        self.handed = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("numpy", "__array__", "__dlpack__"):
+            if any(storage_key(tensor) == self.key for tensor in tensors_in((args, kwargs or {}))):
+                self.handed = True
+        return func(*args, **(kwargs or {}))
 
 
 @exercise("ch2.inplace_update", function="def accumulate(y, x): ...")
@@ -216,8 +304,11 @@ def check_inplace_update(fn):
         y_before, x_before = y.clone(), x.clone()
         expected = y_before + x_before
         pointer = y.data_ptr()
-        elsewhere = _MemoryFromElsewhere([y.untyped_storage(), x.untyped_storage()], y.untyped_storage().nbytes())
-        with measure_memory() as memory, elsewhere:
+        elsewhere = _MemoryFromElsewhere(
+            [y.untyped_storage(), x.untyped_storage()], y.untyped_storage().nbytes(), y.untyped_storage()
+        )
+        to_numpy = _HandedToNumpy(y.untyped_storage())
+        with measure_memory() as memory, elsewhere, to_numpy:
             fn(y, x)
         if memory.unseen:  # a thread the profiler does not record: the peak below would not be the truth
             return wrong(
@@ -234,6 +325,15 @@ def check_inplace_update(fn):
                 f"for {description} the caller's y still holds its old values.",
                 "`y = y + x` inside a function makes a new tensor and binds the function's own name y to it; "
                 "the caller's tensor never changes. Write into y's memory instead.",
+            )
+        if not elsewhere.wrote_into_y and not to_numpy.handed:
+            # y changed, yet no op of this thread wrote into it and NumPy never got it: another thread did the work,
+            # one that existed before the call (threads started in it are in memory.unseen), and its memory is uncounted
+            return wrong(
+                f"y changed for {description}, but no operation in your function's own thread wrote into it: "
+                "another thread did (a thread pool made before the call?), and measure_memory cannot count what that "
+                "thread allocated.",
+                "add x into y in the calling thread, with one in-place op (`y += x`, `y.add_(x)`).",
             )
         if y.data_ptr() != pointer:
             return wrong(
@@ -271,3 +371,150 @@ def check_inplace_update(fn):
         "y was updated in its own memory (same data pointer) with 0 bytes allocated, even as a strided view and "
         "with broadcasting."
     )
+
+
+# --- quick predictions (one answer each, computed by torch when the check runs) ------------------------------
+
+
+def _verdict(result: torch.Tensor, x: torch.Tensor) -> str:
+    return "view" if shares_memory(result, x) else "copy"
+
+
+def _index_truth() -> tuple[str, str]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return _verdict(x[::2], x), _verdict(x[[0, 2]], x)
+
+
+prediction(
+    "ch2.q_index",
+    _index_truth,
+    why="x[::2] is basic slicing: a view with row stride 8. x[[0, 2]] has a list of integers inside the brackets: "
+    "advanced indexing, which copies, even when the indices are evenly spaced.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view"): "PyTorch does not look at whether a list of indices is evenly spaced; a list means a copy.",
+        ("copy", "copy"): "a slice with a step only changes the offset and the strides: x[::2] reads x's memory.",
+        ("copy", "view"): "it is the other way round: the slice views, the list copies.",
+    },
+)
+
+
+def _chained_truth() -> float:
+    x = torch.zeros(3, 4)
+    x[[0, 1]][0] = 5.0
+    return x[0, 0].item()
+
+
+prediction(
+    "ch2.q_chained",
+    _chained_truth,
+    why="x[[0, 1]] reads a copy of rows 0 and 1; the [0] = 5.0 then writes into that copy, which is thrown away.",
+    mistakes={5.0: "the first pair of brackets made a copy, and the write landed in the copy, not in x."},
+)
+
+
+def _reshape_truth() -> tuple[str, str]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return _verdict(x.reshape(6, 2), x), _verdict(x.t().reshape(6, 2), x)
+
+
+prediction(
+    "ch2.q_reshape",
+    _reshape_truth,
+    why="reshape returns a view when strides over the existing storage can describe the new shape, and a copy "
+    "otherwise. x is contiguous, so x.reshape(6, 2) is a view. Reading x.t() row by row visits cells 0, 4, 8, 1, …: "
+    "no strides give that order in 6 x 2, so it copies.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view"): "reshape is not always a view: it copies when the layout cannot be described by strides.",
+        ("copy", "copy"): "reshape of a contiguous tensor is a view: nothing needs to move.",
+        ("copy", "view"): "it is the other way round: the contiguous x gives the view.",
+    },
+)
+
+#: The shape and selection operations of the quick prediction ch2.q_ops, on x = torch.arange(12.).reshape(3, 4).
+OPS_EXPRESSIONS = {
+    "x.t()": lambda x: x.t(),
+    "x[0].expand(3, 4)": lambda x: x[0].expand(3, 4),
+    "x.index_select(0, torch.tensor([0, 2]))": lambda x: x.index_select(0, torch.tensor([0, 2])),
+    "x.flip(0)": lambda x: x.flip(0),
+}
+
+
+def _ops_truth() -> tuple[str, ...]:
+    x = torch.arange(12.0).reshape(3, 4)
+    return tuple(_verdict(run(x), x) for run in OPS_EXPRESSIONS.values())
+
+
+prediction(
+    "ch2.q_ops",
+    _ops_truth,
+    why="t() swaps two strides and expand gives a dimension stride 0: both only change how x's memory is read. "
+    "index_select gathers chosen rows into new memory, and flip would need a negative stride, which PyTorch "
+    "does not have: both copy.",
+    choices=("view", "copy"),
+    mistakes={
+        ("view", "view", "view", "view"): "index_select always gathers into new memory, even evenly spaced rows "
+        "that a slice could view; flip would need a negative stride, which PyTorch does not have.",
+        ("copy", "copy", "copy", "copy"): "t() and expand only change strides: they read x's memory.",
+        ("view", "copy", "copy", "copy"): "expand writes nothing: it repeats row 0 by giving it stride 0.",
+        ("view", "view", "view", "copy"): "index_select picks rows like indexing with a tensor of indices: a copy.",
+    },
+)
+
+
+def _rebind(x, y):
+    y = x + y  # noqa: F841 - the statement of the prediction: a new tensor, bound to the local name
+
+
+def _write_through_temporary(x, y):
+    y[:] = x + y
+
+
+def _add_in_place(x, y):
+    y += x
+
+
+def _add_peak_truth() -> tuple[int, int, int]:
+    """Peak bytes of ``y = x + y``, ``y[:] = x + y`` and ``y += x`` on 1,000 float32 each."""
+    peaks = []
+    for statement in (_rebind, _write_through_temporary, _add_in_place):
+        x, y = torch.ones(1000), torch.ones(1000)
+        with measure_memory() as memory:
+            statement(x, y)
+        peaks.append(memory.peak)
+    return tuple(peaks)
+
+
+prediction(
+    "ch2.q_add_peak",
+    _add_peak_truth,
+    why="x + y computes into a new 4,000-byte tensor: y = x + y keeps it, y[:] = x + y copies it into y and "
+    "frees it. y += x adds straight into y's memory.",
+    mistakes={
+        (4000, 0, 0): "y[:] = x + y computes x + y first, into a temporary as large as y; only then is it copied.",
+        (0, 0, 0): "y = x + y makes a new tensor for the sum and moves the name y to it.",
+        (4000, 4000, 4000): "y += x runs add_, which writes the sum into y's own memory.",
+        (0, 4000, 0): "y = x + y makes a new tensor for the sum and moves the name y to it.",
+    },
+)
+
+
+def _copy_truth() -> tuple[str, str]:
+    import copy
+
+    x = torch.arange(6.0)
+    return tuple("yes" if shares_memory(other, x) else "no" for other in (copy.copy(x), copy.deepcopy(x)))
+
+
+prediction(
+    "ch2.q_copy",
+    _copy_truth,
+    why="copy.copy makes a new tensor object over x's storage. copy.deepcopy copies the numbers into new memory.",
+    choices=("yes", "no"),
+    mistakes={
+        ("no", "no"): "copy.copy copies only the tensor object, not the numbers: it reads x's memory.",
+        ("yes", "yes"): "copy.deepcopy copies the numbers into new memory.",
+        ("no", "yes"): "it is the other way round: the shallow copy shares, the deep copy does not.",
+    },
+)

@@ -9,13 +9,14 @@ fresh models whose flags, gradients, buffers and outputs are then inspected.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import numbers
 
 import torch
 from torch import nn
 
-from . import correct, exercise, is_stub, not_attempted, wrong
+from . import correct, exercise, is_stub, not_attempted, prediction, wrong
 
 # --- ch3.count_nodes --------------------------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ def check_count_nodes(answer):
         )
     return wrong(
         "too few.",
-        "every operation whose result requires grad records one node: @, +, relu, * and sum here.",
+        "here each operation whose result requires grad records one node: @, +, relu, * and sum.",
     )
 
 
@@ -109,6 +110,23 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
 
 
+def _first_difference(results: list[float]) -> str:
+    """Where the answer first differs from autograd, and the points where it matched (a formula that is right at
+    (2, 3) only must not be shown two equal numbers under "Not yet")."""
+    truths = [autograd_partials(x1, x2)[1] for x1, x2 in CHAIN_RULE_POINTS]
+    matched = [point for point, got, truth in zip(CHAIN_RULE_POINTS, results, truths) if _close(got, truth)]
+    index = next(i for i, (got, truth) in enumerate(zip(results, truths)) if not _close(got, truth))
+    (x1, x2), got, truth = CHAIN_RULE_POINTS[index], results[index], truths[index]
+    message = f"at x1={x1}, x2={x2} your function gives {got:.6f}; autograd gives {truth:.6f}."
+    if matched:
+        where = ", ".join(f"({a:g}, {b:g})" for a, b in matched)
+        message += (
+            f" It matched autograd only at {where}, {len(matched)} of the {len(CHAIN_RULE_POINTS)} points tried: "
+            "a formula must hold at every point."
+        )
+    return message
+
+
 @exercise("ch3.chain_rule", function="def dz_dx2(x1, x2): ...")
 def check_chain_rule(fn):
     results = []
@@ -135,10 +153,7 @@ def check_chain_rule(fn):
         for name, f in candidates.items()
         if all(_close(got, f(x1, x2)) for got, (x1, x2) in zip(results, CHAIN_RULE_POINTS))
     }
-    x1, x2 = CHAIN_RULE_POINTS[0]
-    message = (
-        f"at x1={x1}, x2={x2} your function gives {results[0]:.6f}; autograd gives {autograd_partials(x1, x2)[1]:.6f}."
-    )
+    message = _first_difference(results)
     if "sin path" in matches:
         return wrong(
             message + " You kept only the path through sin(x2).",
@@ -261,8 +276,17 @@ def check_freeze(fn):
         returned = fn(model)
         if is_stub(returned):
             return not_attempted()
+        if isinstance(returned, torch.Tensor):  # never list() it: an expanded tensor can have 10**9 elements
+            kind = "an nn.Parameter" if isinstance(returned, nn.Parameter) else "a tensor"
+            return wrong(
+                f"for {description} your function returned {kind} of shape {tuple(returned.shape)}, not a list of "
+                "parameters.",
+                "return a list of the parameters that stay trainable: [p for p in model.parameters() if "
+                "p.requires_grad].",
+            )
         try:
-            returned = list(returned)
+            # at most one item more than the model has parameters: enough to tell, however long the iterable is
+            returned = list(itertools.islice(iter(returned), len(names) + 1))
         except TypeError:
             return wrong(
                 f"for {description} your function returned {type(returned).__name__}.",
@@ -360,6 +384,7 @@ class _Recording:
         self.saved_count = 0
         self.saved_bytes = 0
         self.recorded_outputs = 0  # module outputs that came out with a grad_fn
+        self.model_outputs: list[torch.Tensor] = []  # every output of the whole model, kept alive until judged
         self.grad_mode_after = True
         self.inference_mode_after = False
 
@@ -382,6 +407,8 @@ def _run_watched(fn, model, x) -> tuple[object, _Recording]:
         # a second witness, for a learner who installs saved-tensor hooks of their own (which replace ours)
         if isinstance(output, torch.Tensor) and output.grad_fn is not None:
             recording.recorded_outputs += 1
+        if module is model and isinstance(output, torch.Tensor):
+            recording.model_outputs.append(output)  # kept alive, so that no later tensor reuses its memory
 
     handles = [module.register_forward_hook(note_output) for module in model.modules()]
     try:
@@ -394,6 +421,39 @@ def _run_watched(fn, model, x) -> tuple[object, _Recording]:
         for handle in handles:
             handle.remove()
     return out, recording
+
+
+def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _recorded_a_graph(out: torch.Tensor, recording: _Recording):
+    """The verdict on a predict that recorded a graph although its output has none: say which call recorded it."""
+    what = (
+        f"a graph was recorded while predict ran: {recording.recorded_outputs} module outputs got a grad_fn and "
+        f"autograd saved {recording.saved_count} tensors ({recording.saved_bytes:,} bytes) for backward."
+    )
+    recorded_calls = [o for o in recording.model_outputs if o.grad_fn is not None]
+    if any(_same_memory(o, out) for o in recorded_calls):
+        return wrong(
+            what + " Your output has no grad_fn only because it was cut off afterwards; the recording, its time and "
+            "its memory were spent all the same.",
+            "`.detach()` (or `.data`) after the forward pass does not stop the recording: run the forward inside "
+            "`with torch.no_grad():` (or torch.inference_mode()).",
+        )
+    if recorded_calls and any(o.grad_fn is None and _same_memory(o, out) for o in recording.model_outputs):
+        return wrong(
+            what + f" The output you returned comes from a call that recorded nothing, but {len(recorded_calls)} "
+            f"other call{'s' if len(recorded_calls) > 1 else ''} of the model ran with recording on (a warm-up call, "
+            "a call made to read a shape).",
+            "run every call of the model inside `with torch.no_grad():` (or torch.inference_mode()), or drop the "
+            "extra call.",
+        )
+    return wrong(
+        what + " Your output has no grad_fn, but the recording, its time and its memory were spent all the same.",
+        "run every forward pass inside `with torch.no_grad():` (or torch.inference_mode()): cutting an output off "
+        "afterwards (`.detach()`, `.data`) does not undo its recording.",
+    )
 
 
 @exercise("ch3.inference", function="def predict(model, x): ...")
@@ -440,14 +500,7 @@ def check_inference(fn):
                 "the recording without touching them.",
             )
         if recording.saved_count or recording.recorded_outputs:
-            return wrong(
-                f"a graph was recorded during the forward pass: {recording.recorded_outputs} module outputs got a "
-                f"grad_fn and autograd saved {recording.saved_count} tensors ({recording.saved_bytes:,} bytes) for "
-                "backward. Your output has no grad_fn only because it was cut "
-                "off afterwards; the recording, its time and its memory were spent all the same.",
-                "`.detach()` (or `.data`) after the forward pass does not stop the recording: run the forward inside "
-                "`with torch.no_grad():` (or torch.inference_mode()).",
-            )
+            return _recorded_a_graph(out, recording)
         changed = [name for name, value in model.named_buffers() if not torch.equal(value, buffers[name])]
         if changed:
             return wrong(
@@ -512,12 +565,21 @@ def reference_average_loss(model: nn.Module, batches) -> float:
 def check_average_loss(fn):
     from ..facts.memory import measure_memory  # imported here: the other chapter 3 checkers do not need it
 
-    peaks = {}
+    peaks, graphs_recorded = {}, {}
     for batch_count in (2, 8):
         model, batches = _average_loss_setup(batch_count)
         before = {name: value.clone() for name, value in model.state_dict().items()}
         gradients_computed = []  # a tensor hook on a parameter runs whenever a gradient for it is computed
         handles = [p.register_hook(lambda grad: gradients_computed.append(grad.shape)) for p in model.parameters()]
+        recorded = []  # outputs of the model's layers that came out with a grad_fn: a graph was recorded
+        handles += [
+            module.register_forward_hook(
+                lambda module, args, output: (
+                    recorded.append(1) if isinstance(output, torch.Tensor) and output.grad_fn is not None else None
+                )
+            )
+            for module in model.modules()
+        ]
         try:
             with measure_memory() as memory:
                 result = fn(model, batches)
@@ -572,7 +634,17 @@ def check_average_loss(fn):
                 "for each (inputs, targets) in batches: nn.functional.mse_loss(model(inputs), targets); average those "
                 "numbers.",
             )
+        graphs_recorded[batch_count] = bool(recorded)
     growth = peaks[8] - peaks[2]
+    if growth > 2 * _ACTIVATION_BYTES_PER_BATCH and not any(graphs_recorded.values()):
+        return wrong(
+            f"the right number, but memory grows with the number of batches: the peak was {peaks[2]:,} bytes for 2 "
+            f"batches and {peaks[8]:,} bytes for 8, about {growth // 6:,} more per batch. No graph was recorded, so "
+            "it is not a graph that grows: your function held something of every batch at once (all the batches "
+            "concatenated into one, or every batch's output kept).",
+            "run the model on one batch at a time and keep only a number per batch (loss.item()), so that each "
+            "batch's tensors can go before the next batch runs.",
+        )
     if growth > 2 * _ACTIVATION_BYTES_PER_BATCH:
         return wrong(
             f"the right number, but memory grows with the number of batches: the peak was {peaks[2]:,} bytes for 2 "
@@ -586,3 +658,132 @@ def check_average_loss(fn):
         f"the right mean loss, a plain float, and a peak that does not grow with the batches ({peaks[2]:,} bytes "
         f"for 2 batches, {peaks[8]:,} for 8): no batch's graph outlived its turn."
     )
+
+
+# --- quick predictions ------------------------------------------------------------------------------------
+
+
+def seed_graph() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The chapter's example at (2, 3): ``x1, x2, a = x1 * x2, z = log(a) * sin(x2)``."""
+    x1 = torch.tensor(2.0, requires_grad=True)
+    x2 = torch.tensor(3.0, requires_grad=True)
+    a = x1 * x2
+    z = torch.log(a) * torch.sin(x2)
+    return x1, x2, a, z
+
+
+prediction(
+    "ch3.q_nodes",
+    lambda: len(backward_node_names(seed_graph()[-1])),
+    why="each of the four operations here recorded one backward node: x1 * x2, log, sin and the last "
+    "multiplication. Tensors are not nodes, and the leaves' AccumulateGrad nodes are not counted here.",
+    mistakes={
+        6: "that counts the AccumulateGrad nodes of the leaves x1 and x2 as well.",
+        3: "x1 * x2 is an operation too: it records a MulBackward0, like the last multiplication.",
+        7: "that counts tensors as nodes (a, y1 and y2, or the output and the two leaves): only the four "
+        "operations recorded a backward node.",
+    },
+)
+
+
+def saved_kind(result: torch.Tensor) -> str:
+    """What ``result.grad_fn`` saved for backward: "result", "input" or "nothing" (read from its _saved_ fields)."""
+    node = result.grad_fn
+    saved = {name for name in dir(node) if name.startswith("_saved_") and isinstance(getattr(node, name), torch.Tensor)}
+    if "_saved_result" in saved:
+        return "result"
+    return "input" if "_saved_self" in saved else "nothing"
+
+
+def _saved_truth() -> tuple[str, ...]:
+    x = torch.randn(3, requires_grad=True)
+    return tuple(saved_kind(result) for result in (x.exp(), x.sin(), x + 1, x.relu()))
+
+
+prediction(
+    "ch3.q_saved",
+    _saved_truth,
+    why="a node saves only what its derivative formula reads. The derivative of exp(x) is exp(x) itself, and relu's "
+    "is 1 where its result is positive: both read the result. sin's derivative cos(x) needs the input. The "
+    "derivative of x + 1 is 1 whatever x is: nothing to save.",
+    choices=("input", "result", "nothing"),
+    mistakes={
+        ("input", "input", "input", "input"): "a node does not keep its input by default: it keeps what its "
+        "derivative formula reads, and x + 1's reads no tensor.",
+        ("input", "input", "nothing", "input"): "exp and relu keep their result: exp(x) is its own derivative, and "
+        "relu's derivative can be read off where the result is positive.",
+        ("result", "result", "nothing", "result"): "sin keeps its input: cos(x) cannot be computed from sin(x) alone.",
+        ("result", "input", "input", "result"): "x + 1 has derivative 1 whatever x is: AddBackward0 keeps no tensor.",
+    },
+)
+
+
+def _grad_truth() -> tuple[str, ...]:
+    import warnings
+
+    x1, x2, a, z = seed_graph()
+    z.backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading the .grad of a non-leaf warns
+        return tuple("none" if t.grad is None else "tensor" for t in (x1, x2, a, z))
+
+
+prediction(
+    "ch3.q_grad",
+    _grad_truth,
+    why="z.backward() fills the .grad of the leaves that require grad: x1 and x2. The gradients of a and z pass "
+    "through their nodes and are dropped, unless you call retain_grad() on them before backward().",
+    choices=("tensor", "none"),
+    mistakes={
+        ("tensor", "tensor", "tensor", "tensor"): "a and z are not leaves: their gradients pass through the graph "
+        "and are not kept.",
+        ("tensor", "tensor", "none", "tensor"): "z is not a leaf either: its gradient (1) is not kept.",
+        ("tensor", "none", "none", "none"): "x2 is a leaf that requires grad: the gradients of its two paths add up "
+        "in x2.grad.",
+    },
+)
+
+
+def _left_by_forward_pass() -> tuple[str, ...]:
+    """For three of section 5's runs (train mode with recording on, eval mode with recording on, eval mode under
+    no_grad), whether the forward pass leaves saved activations or only its output behind.
+
+    Measured on a small model with the same kinds of layer as the chapter's (Linear, BatchNorm, ReLU, Dropout): what
+    is left beyond the output is what the graph saved, whatever the sizes.
+    """
+    from ..facts.memory import measure_memory  # imported here: only this prediction measures
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = nn.Sequential(
+            nn.Linear(16, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 64), nn.ReLU()
+        )
+        inputs = torch.randn(32, 16)
+    answers = []
+    for training, context in ((True, torch.enable_grad), (False, torch.enable_grad), (False, torch.no_grad)):
+        model.train(training)
+        with measure_memory() as memory:
+            with context():
+                out = model(inputs)
+        output_bytes = out.untyped_storage().nbytes()
+        del out
+        answers.append("activations" if memory.allocated > output_bytes else "output")
+    return tuple(answers)
+
+
+prediction(
+    "ch3.q_bytes_left",
+    _left_by_forward_pass,
+    why="model.eval() changes how dropout and BatchNorm behave, not whether autograd records. With recording on, "
+    "both modes keep the activations saved for backward, MiB of them. no_grad records no graph, so only the 20 KiB "
+    "output is left.",
+    choices=("activations", "output"),
+    mistakes={
+        ("activations", "output", "output"): "eval() does not switch recording off: in eval mode the forward pass "
+        "still saves activations for backward.",
+        ("activations", "activations", "activations"): "no_grad stops the recording: nothing is saved for backward, "
+        "in eval mode as in training mode.",
+        ("output", "output", "output"): "with recording on, the output's graph still holds what its nodes saved for "
+        "backward: the activations stay after the forward pass.",
+    },
+)

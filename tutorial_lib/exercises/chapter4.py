@@ -2,17 +2,20 @@
 
 Every checker runs torch itself: the learner's function is called on fresh tensors and the result is
 inspected (memory sharing, graph membership, values, version counters); predictions are compared with
-what the same program really produces.
+what the same program really produces. The quick predictions (``ch4.q_*``) come first, in the order of the
+chapter; the exercises follow (two in the core chapter, the others in its deep dives).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 
 import torch
 
 from ..facts.storage import shares_memory
-from . import call_keeping_grad_mode, correct, exercise, whole_number, wrong
+from ..facts.watching import WatcherMode, call_keeping_versions
+from . import call_keeping_grad_mode, correct, exercise, prediction, whole_number, wrong
 
 
 def _as_values(answer, length: int):
@@ -36,6 +39,136 @@ def _whole_numbers(answer, length: int):
         return None
     numbers = tuple(whole_number(item) for item in answer)
     return None if None in numbers else numbers
+
+
+# --- quick predictions (the core chapter) ---------------------------------------------------------------------
+
+#: The four ways to get "the same numbers as x" that the chapter's first prediction asks about, in its order.
+SAME_NUMBERS = {
+    "x.clone()": lambda x: x.clone(),
+    "x.detach()": lambda x: x.detach(),
+    "x.data": lambda x: x.data,
+    "copy.copy(x)": copy.copy,
+}
+
+
+def shares_memory_answers() -> tuple[str, ...]:
+    """For each of SAME_NUMBERS, "yes" if the result shares memory with a leaf x that requires grad, else "no"."""
+    answers = []
+    for make in SAME_NUMBERS.values():
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        answers.append("yes" if shares_memory(make(x), x) else "no")
+    return tuple(answers)
+
+
+prediction(
+    "ch4.q_shares_memory",
+    shares_memory_answers,
+    why="Only clone() allocates new memory and copies the numbers into it. x.detach(), x.data and copy.copy(x) "
+    "are new tensor objects over x's own memory.",
+    choices=("yes", "no"),
+    mistakes={
+        ("no", "no", "yes", "yes"): "detach() does not copy: it returns a new tensor object over x's memory.",
+        ("no", "no", "yes", "no"): "detach() and copy.copy(x) do not copy either: only clone() does.",
+        ("no", "yes", "yes", "no"): "copy.copy(x) is a shallow copy: a new tensor object over the same storage "
+        "(chapter 2).",
+        ("no", "no", "no", "no"): "only clone() copies: the other three are new tensor objects over x's memory.",
+        ("yes", "yes", "yes", "yes"): "clone() allocates new memory: writing into a clone never changes x.",
+    },
+)
+
+
+def _grad_word(grad, w) -> str:
+    """x.grad described in one word: "None", "zeros", "w" (equal to w) or "other"."""
+    if grad is None:
+        return "None"
+    if not bool(grad.any()):
+        return "zeros"
+    return "w" if torch.equal(grad, w.detach()) else "other"
+
+
+def grads_through_clone_and_detach() -> tuple[str, str]:
+    """x.grad after a backward through (x.clone() * w).sum(), then through (x.detach() * w).sum(), each from a
+    fresh x."""
+    words = []
+    for cut in (torch.Tensor.clone, torch.Tensor.detach):
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = torch.tensor([0.5, 0.5, 0.5], requires_grad=True)
+        (cut(x) * w).sum().backward()
+        words.append(_grad_word(x.grad, w))
+    return tuple(words)
+
+
+prediction(
+    "ch4.q_grads",
+    grads_through_clone_and_detach,
+    why="CloneBackward0 hands the gradient it receives on to x unchanged, so x.grad equals w. A detached tensor is "
+    "a constant to autograd: backward never reaches x, so x.grad is not even created and stays None.",
+    choices=("w", "zeros", "None"),
+    mistakes={
+        ("w", "zeros"): "backward never reaches x through a detach, so it writes nothing into x.grad, not even zeros.",
+        ("None", "None"): "clone() is recorded (CloneBackward0): the gradient goes through it to x.",
+        ("w", "w"): "detach() cuts the gradient: to autograd the detached numbers are a constant.",
+        ("None", "w"): "it is the other way round: the clone passes the gradient on, the detach does not.",
+        ("zeros", "None"): "CloneBackward0 passes the gradient on unchanged: x receives w, not zeros.",
+    },
+)
+
+
+def versions_after_a_write_through_a_view() -> tuple[int, int, int]:
+    """(t._version, alias._version, data._version) after view.add_(1), with alias = t.detach() and
+    data = t.data taken before the write."""
+    t = torch.zeros(4)
+    view, alias, data = t[1:3], t.detach(), t.data
+    view.add_(1)
+    return t._version, alias._version, data._version
+
+
+prediction(
+    "ch4.q_versions",
+    versions_after_a_write_through_a_view,
+    why="A view and t.detach() share t's version counter, so view.add_(1) moves the one counter that t, view and "
+    "alias read, from 0 to 1. t.data got a fresh counter of its own, which this write does not touch.",
+    mistakes={
+        (0, 0, 0): "the view has no counter of its own: it reads t's, so its write counts for t.",
+        (1, 0, 0): "t.detach() shares t's counter too: alias reads the same number as t.",
+        (1, 1, 1): "t.data gets a fresh counter of its own each time you read it: this write is not counted on it.",
+        (0, 0, 1): "the write through the view is counted on t's counter, which the view shares.",
+    },
+)
+
+
+def backward_after_an_edit() -> tuple[str, str]:
+    """Whether loss.backward() "runs" or "raises" after x is multiplied by 10 in place through x.data, then
+    (on a fresh x) through x.detach(), with loss = (x ** 2).sum() computed before the edit."""
+    outcomes = []
+    for alias in (lambda x: x.data, lambda x: x.detach()):
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        loss = (x**2).sum()
+        alias(x).mul_(10)
+        try:
+            loss.backward()
+            outcomes.append("runs")
+        except RuntimeError:
+            outcomes.append("raises")
+    return tuple(outcomes)
+
+
+prediction(
+    "ch4.q_data_or_detach",
+    backward_after_an_edit,
+    why="pow saved x at version 0. The edit through x.detach() moves x's counter to 1, so backward raises. The "
+    "edit through x.data moves only .data's own counter: x._version stays 0, and backward runs on the edited "
+    "numbers.",
+    choices=("runs", "raises"),
+    mistakes={
+        ("raises", "raises"): "x.data has a counter of its own: x._version stays 0, so autograd sees nothing and "
+        "backward runs, with a wrong gradient.",
+        ("runs", "runs"): "x.detach() shares x's counter: the edit moves x._version to 1, and pow saved x at "
+        "version 0.",
+        ("raises", "runs"): "it is the other way round: detach() shares x's counter, .data does not.",
+    },
+)
 
 
 # --- ch4.independent_copy --------------------------------------------------------------------------------
@@ -121,7 +254,8 @@ def check_independent_copy(fn):
         if result.grad_fn is None and result.requires_grad:
             return wrong(
                 f"for {description} the result is a new leaf that requires grad: gradients would collect in it.",
-                "an independent copy should not require grad. Leave out requires_grad_().",
+                "an independent copy should not require grad: detach it, as in x.detach().clone(). copy.deepcopy "
+                "keeps requires_grad=True, and requires_grad_() switches it on.",
             )
         if result.requires_grad or result.grad_fn is not None:
             grad_fn = type(result.grad_fn).__name__ if result.grad_fn is not None else None
@@ -159,34 +293,107 @@ def check_predict_grad(answer):
         return correct(
             f"x.grad is {truth.tolist()}: 2x through the clone, plus z (= x) through x * z, and nothing through z * z."
         )
-    if torch.allclose(values, 6 * x):
+    coefficient = next((k for k in range(7) if torch.allclose(values, k * x)), None)
+    if coefficient is None:
         return wrong(
-            "you let gradient flow through z as well.",
-            "z = x.detach() is a constant to autograd: z * z contributes nothing, and x * z contributes only z.",
+            "that is not what backward() computes.",
+            "each term sends x a gradient of 0, x or 2x here, so x.grad is a whole multiple of x = [1, 2, 3]: add up "
+            "each term's gradient, knowing that clone() passes gradient on unchanged and detach() passes none.",
         )
-    if torch.allclose(values, 4 * x):
-        return wrong(
-            "you differentiated x * z as if it were x * x.",
-            "z = x.detach() has the same numbers as x but is a constant: d(x * z)/dx = z.",
-        )
-    if torch.allclose(values, x):
-        return wrong(
-            "you left out the path through the clone.",
-            "y = x.clone() is recorded (CloneBackward0): gradient reaching y goes on to x unchanged, so y * y gives "
-            "2x.",
-        )
-    if torch.allclose(values, 2 * x):
-        return wrong(
-            "you found one path but not both.",
-            "add the gradients of every term: y * y through the clone and x * z through x.",
-        )
-    return wrong(
-        "that is not what backward() computes.",
-        "add up each term's gradient: clone() passes gradient on unchanged, detach() passes none.",
-    )
+    return _diagnose_multiple(coefficient)
+
+
+#: How each term of the program can be misread, with the gradient (a multiple of x) that the misreading gives and
+#: what to tell the learner: (term, multiple, message, hint). The right readings give 2x + x + 0 = 3x.
+_MISREADINGS = (
+    (
+        "y * y",
+        0,
+        "you left out the path through the clone",
+        "the clone y = x.clone() is recorded (CloneBackward0): gradient reaching y goes on to x unchanged, so y * y "
+        "gives 2x.",
+    ),
+    (
+        "x * z",
+        2,
+        "you differentiated x * z as if it were x * x",
+        "although z = x.detach() has x's numbers, it is a constant: d(x * z)/dx = z.",
+    ),
+    (
+        "x * z",
+        0,
+        "you left out x * z",
+        "add the gradients of every term: x * z depends on x too, and d(x * z)/dx = z, whose numbers are x's.",
+    ),
+    (
+        "z * z",
+        2,
+        "you gave z * z a gradient",
+        "to autograd, z = x.detach() is a constant: z * z sends nothing to x, although z holds x's numbers.",
+    ),
+)
+_RIGHT_READINGS = {"y * y": 2, "x * z": 1, "z * z": 0}
+
+
+def _diagnose_multiple(coefficient: int):
+    """The feedback for an answer that is ``coefficient`` times x (0 to 6, not 3): the fewest misreadings of the
+    terms that explain it, each named with its hint."""
+    best = None
+    for chosen in range(1 << len(_MISREADINGS)):
+        misread = [m for i, m in enumerate(_MISREADINGS) if chosen >> i & 1]
+        terms = [term for term, *_ in misread]
+        if len(set(terms)) != len(terms):  # each term is read one way
+            continue
+        readings = dict(_RIGHT_READINGS, **{term: multiple for term, multiple, *_ in misread})
+        if sum(readings.values()) == coefficient and (best is None or len(misread) < len(best)):
+            best = misread
+    if not best:  # only 3x, the right answer, has no misreading
+        return wrong("that is not what backward() computes.", "add up each term's gradient.")
+    what = ", and ".join(message for _, _, message, _ in best)
+    hints = [hint if i == 0 else hint[0].upper() + hint[1:] for i, (*_, hint) in enumerate(best)]
+    multiple = {0: "0", 1: "x"}.get(coefficient, f"{coefficient}x")
+    return wrong(f"your answer is {multiple}: {what}.", " ".join(hints))
 
 
 # --- ch4.safe_update ------------------------------------------------------------------------------------
+
+
+class _UncountedWrites(WatcherMode):
+    """Watches the writes into ``w`` while the learner's step runs: which of them changed w's numbers without
+    moving w's version counter.
+
+    A write through ``.data``, NumPy or ``untyped_storage()``, or a fused optimizer kernel, changes the numbers and
+    leaves ``w._version`` alone, even when another in-place op (``w.mul_(1)``) moves the counter afterwards. The
+    counter moves just after an in-place op returns from dispatch (its ``ADInplaceOrView`` kernel sits above this
+    mode), so each op is judged at the start of the next one, or at the end: an op that changed the numbers must
+    have moved the counter by then, and a change between two ops was made outside torch's operations.
+    """
+
+    def __init__(self, w: torch.Tensor):
+        super().__init__()
+        self.w = w
+        self.values = w.detach().clone()
+        self.version = w._version
+        self.changed_by = None  # the op that changed w's numbers and has yet to show a counted write
+        self.uncounted: list[str] = []
+
+    def settle(self) -> None:
+        values, version = self.w.detach().clone(), self.w._version
+        if self.changed_by is not None:
+            if version == self.version:
+                self.uncounted.append(self.changed_by)
+            self.changed_by = None
+        elif not torch.equal(values, self.values):
+            self.uncounted.append("a write outside torch's operations, such as NumPy's,")
+        self.values, self.version = values, version
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.settle()
+        result = call_keeping_versions(func, args, kwargs or {})
+        values = self.w.detach().clone()
+        if not torch.equal(values, self.values):
+            self.changed_by, self.values = f"the op {func._schema.name.removeprefix('aten::')}", values
+        return result
 
 
 @exercise("ch4.safe_update", function="def sgd_step(w, lr): ...")
@@ -198,8 +405,11 @@ def check_safe_update(fn):
     old_values, gradient = w.detach().clone(), w.grad.clone()
     old_pointer, old_version = w.data_ptr(), w._version
     grad_mode_before = torch.is_grad_enabled()
+    watch = _UncountedWrites(w)
     try:
-        result, grad_mode_after = call_keeping_grad_mode(fn, w, lr)
+        with watch:
+            result, grad_mode_after = call_keeping_grad_mode(fn, w, lr)
+        watch.settle()
     except RuntimeError as error:
         if "leaf Variable" in str(error):
             return wrong(
@@ -250,6 +460,15 @@ def check_safe_update(fn):
             "A graph that saved the old w would now backpropagate a silently wrong gradient.",
             "that is what .data does. Edit w itself under torch.no_grad(), or through w.detach(): both share w's "
             "version counter.",
+        )
+    if watch.uncounted:
+        return wrong(
+            f"the values are right and w._version went from {old_version} to {w._version}, but not because of the "
+            f"update: {watch.uncounted[0]} changed w's numbers without moving the counter, and another in-place op "
+            "moved it. Without that other op, a graph that saved the old w would backpropagate a silently wrong "
+            "gradient.",
+            "make the update itself through w under torch.no_grad(), or through w.detach(): both share w's version "
+            "counter. Writes through .data or NumPy, and fused optimizer kernels, leave it alone.",
         )
     try:
         pending.backward()
@@ -309,7 +528,7 @@ def check_predict_versions(answer):
     if c != truth[4]:
         return wrong(
             "look again at c = t.clone().",
-            "a clone has new memory and a new counter starting at 0; one in-place op on it.",
+            "a clone has new memory and a counter of its own (at 0 here); one in-place op on it.",
         )
     if len({t, v, d}) != 1:
         return wrong(
@@ -430,19 +649,40 @@ def predict_modes_program() -> tuple:
     return tuple(results)
 
 
-_NEGATIONS = frozenset({"no", "not", "never", "none", "without", "cannot"})
+#: A prediction that reading the version does NOT raise ("no error", "doesn't raise", a warning class).
+DOES_NOT_RAISE = "does not raise"
+
+_RAISE_WORDS = ("error", "raise", "exception", "fail")
+_NEGATIONS = frozenset({"no", "not", "never", "none", "without", "cannot", "nothing"})
+_TORCH_MESSAGE = "inference tensors do not track version counter"
+
+
+def _says_raises(text: str):
+    """RAISES, DOES_NOT_RAISE or None (says neither) for a learner's words about reading ``_version``.
+
+    A negation counts only when it stands just before a word that means raising ("no error", "doesn't raise",
+    "not an error"), so that a pasted error message ("RuntimeError: Inference tensors do not track version
+    counter.") still says "raises".
+    """
+    words = re.findall(r"[a-z']+", text.lower())
+    raising = [i for i, word in enumerate(words) if any(key in word for key in _RAISE_WORDS)]
+    if not raising:
+        return RAISES if _TORCH_MESSAGE in " ".join(words) else None
+    for i in raising:
+        if any(word in _NEGATIONS or word.endswith("n't") for word in words[max(0, i - 3) : i]):
+            return DOES_NOT_RAISE
+    return RAISES
 
 
 def _version_or_error(item):
-    """A predicted version: an int, or RAISES for 'reading it raises' (said as a word or an exception class).
-
-    A negated word ("no error", "doesn't raise") and a warning class are not "raises": they are left unread (None).
-    """
+    """A predicted version: an int, RAISES for "reading it raises" (said in words, by pasting torch's message or
+    with an exception class), DOES_NOT_RAISE for "reading it does not raise" ("no error", a warning class), or
+    None when the entry says none of these."""
     if isinstance(item, str):
-        word = item.strip().lower()
-        negated = "n't" in word or not _NEGATIONS.isdisjoint(re.findall(r"[a-z]+", word))
-        return RAISES if not negated and any(key in word for key in ("error", "raise", "exception", "fail")) else None
-    if isinstance(item, type) and issubclass(item, Exception) and not issubclass(item, Warning):
+        return _says_raises(item)
+    if isinstance(item, type) and issubclass(item, Warning):
+        return DOES_NOT_RAISE
+    if isinstance(item, type) and issubclass(item, Exception):
         return RAISES
     return whole_number(item)
 
@@ -455,7 +695,12 @@ def check_predict_modes(answer):
         return wrong(f"the answer should be {form}", 'e.g. answer = (0, 0, "error").')
     predicted = tuple(_version_or_error(item) for item in answer)
     if None in predicted:
-        return wrong(f"the answer should be {form}", 'e.g. answer = (0, 0, "error").')
+        position = predicted.index(None)
+        return wrong(
+            f"entry {position + 1} ({answer[position]!r}) is neither a whole number nor a word for an error: the "
+            f"answer should be {form}",
+            'e.g. answer = (0, 0, "error").',
+        )
     if predicted == truth:
         return correct(
             f"(a, x, b) -> {truth}: no_grad keeps counting, inference_mode counts edits of x (a normal tensor) "
@@ -470,8 +715,8 @@ def check_predict_modes(answer):
     if b_version != truth[2]:
         return wrong(
             "look again at b, made inside inference_mode.",
-            "a tensor created inside inference_mode is an inference tensor: it has no version counter, and reading "
-            "_version raises.",
+            "b = x * 2 is a new tensor made inside inference_mode: an inference tensor, with no version counter, so "
+            "reading b._version raises.",
         )
     return wrong(
         "look again at x.",

@@ -1,5 +1,6 @@
 """Chapter 5 exercises: which in-place edits break backward(), a residual block that works, the stale node,
-a custom linear Function with an optional bias, the line that changed a saved tensor.
+a custom linear Function with an optional bias, the line that changed a saved tensor; and the chapter's quick
+predictions (version numbers, what each op saves, what the error message names, where ReLU(inplace=True) breaks).
 
 Every checker runs torch itself: predictions are compared with what real ``backward()`` calls do on the
 programs below, the learner's block is run forward and backward and its gradients compared with ones torch
@@ -22,14 +23,14 @@ import torch
 
 from ..common.text import strip_hint
 from ..facts.graph import autograd_graph, inplace_hazards
-from . import correct, exercise, is_stub_function, not_attempted, whole_number, wrong
+from . import correct, exercise, is_stub_function, not_attempted, prediction, whole_number, wrong
 
 INPLACE_ERROR = "modified by an inplace operation"
 
 
 def run_program(source: str) -> dict:
     """Run one exercise program (seeded) and return its variables; the program defines ``loss``."""
-    namespace = {"torch": torch}
+    namespace = {"torch": torch, "nn": torch.nn}
     torch.manual_seed(0)
     exec(source, namespace)  # noqa: S102 - our own fixed programs
     return namespace
@@ -138,12 +139,28 @@ def check_predict_error(answer):
     if not missed:
         raising = ", ".join(letter for letter, real in zip(letters, truth) if real)
         return correct(f"backward() raises for {raising} and works for the others, exactly as you said.")
-    first = missed[0]
-    said = "raises" if answer[letters.index(first)] else "works"
+    said = []
+    for verb, guess in (("raises", True), ("works", False)):
+        named = [letter for letter in missed if answer[letters.index(letter)] is guess]
+        if named:
+            said.append(f"{verb} for {_joined(named)}")
+    if len(missed) == 1:
+        message = f"{count - 1} of {count} right; program {missed[0]} is the one you got wrong"
+    else:
+        message = f"{len(missed)} of {count} wrong: programs {_joined(missed)}"
+    shown = missed[:3]
+    hints = " ".join(f"{letter}: {_PREDICT_HINTS[letter]}" for letter in shown)
+    if len(missed) > len(shown):
+        hints += f" Check {_joined(missed[len(shown) :])} with tl.inplace_hazards(loss)."
     return wrong(
-        f"{count - len(missed)} of {count} right; program {first} is one you got wrong (you said backward() {said}).",
-        f"for each in-place edit, ask which node saved that tensor, and when. {_PREDICT_HINTS[first]}",
+        f"{message} (you said backward() {' and '.join(said)}).",
+        f"for each in-place edit, ask which node saved that tensor, and when. {hints}",
     )
+
+
+def _joined(items: list[str]) -> str:
+    """``['B']`` -> ``'B'``, ``['B', 'E']`` -> ``'B and E'``, ``['A', 'B', 'E']`` -> ``'A, B and E'``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 # --- ch5.fix_residual ------------------------------------------------------------------------------------
@@ -153,6 +170,33 @@ def _reference_block(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) 
     """The block written out of place, as torch should differentiate it."""
     t = torch.tanh(x)
     return torch.relu(t + torch.nn.functional.linear(t, weight, bias))
+
+
+def _residual_hint(stale: list[str], cloned: bool) -> str:
+    """Why backward raised, from the nodes whose saved tensor is stale and whether the block has a clone()."""
+    tanh_stale = any(node.startswith("Tanh") for node in stale)
+    linear_stale = any(not node.startswith("Tanh") for node in stale)
+    out_of_place = "Make the sum a new tensor: x = x + linear(x)."
+    if cloned and linear_stale and not tanh_stale:
+        return (
+            "your clone() keeps tanh's output safe, but linear then saved the clone (its input, for the weight's "
+            "gradient), and += changed that clone. A clone protects only what was saved before it. " + out_of_place
+        )
+    if cloned and tanh_stale and not linear_stale:
+        return (
+            "your clone() keeps linear's input safe, but tanh saved its output, and += changed that tensor. "
+            + out_of_place
+        )
+    if cloned:
+        return (
+            "your clone() does not stand between the saved tensors and the +=: x += linear(x) still changes the "
+            "tensor that tanh saved (its output) and that linear saved (its input). A clone after the write comes "
+            "too late. " + out_of_place
+        )
+    return (
+        "x += linear(x) changes the tensor that tanh saved (its output) and that linear saved (its input). "
+        + out_of_place
+    )
 
 
 def _residual_case(seed: int, shape: tuple[int, int]):
@@ -185,15 +229,12 @@ def check_fix_residual(fn):
                 "layer.",
                 "do not detach or use .data: write the sum out of place, x = x + linear(x).",
             )
+        stale = [hazard.node for hazard in inplace_hazards(out)]  # read before backward frees what it used
+        cloned = any(node.name.startswith("Clone") for node in autograd_graph(out).nodes)
         try:
             (out * upstream).sum().backward()
         except RuntimeError as error:
-            message = strip_hint(error)
-            return wrong(
-                f"backward() raised: {message}",
-                "x += linear(x) changes the tensor that tanh saved (its output) and that linear saved (its input). "
-                "Make the sum a new tensor: x = x + linear(x).",
-            )
+            return wrong(f"backward() raised: {strip_hint(error)}", _residual_hint(stale, cloned))
         (expected * upstream).sum().backward()
         for name, got, want in (
             ("x", x.grad, x_ref.grad),
@@ -475,3 +516,141 @@ def check_find_changing_line(answer):
     else:
         hint = "that line writes nothing in place that backward needs. Run the program under tl.watch_inplace()."
     return wrong(f"line {wrong_line} ({text}) is not the line that changed the saved tensor.", hint)
+
+
+# --- quick predictions ------------------------------------------------------------------------------------------
+# Each truth runs torch when the check runs. The programs are source text, shown verbatim in the notebook.
+
+VERSIONS_PROGRAM = """\
+x = torch.zeros(3)
+x.add_(0)      # adds zero: no value changes
+x[0] = 0.0     # writes the value x[0] already holds
+y = x + 1      # a new tensor
+layer = nn.Linear(3, 2)"""
+
+
+def versions_truth() -> tuple[int, int, int]:
+    """``(x._version, y._version, layer.weight._version)`` after ``VERSIONS_PROGRAM``."""
+    namespace = run_program(VERSIONS_PROGRAM)
+    return namespace["x"]._version, namespace["y"]._version, namespace["layer"].weight._version
+
+
+prediction(
+    "ch5.q_versions",
+    versions_truth,
+    why="the counter counts writes, not changed values: add_(0) and x[0] = 0.0 each add one. x + 1 is a new "
+    "tensor with a counter of its own, at 0. nn.Linear fills its weight in place when it is made: version 1.",
+    mistakes={
+        (0, 0, 0): "add_(0) and x[0] = 0.0 change no value, but each is an in-place write, and the counter counts "
+        "writes. nn.Linear fills its weight with random numbers in place when it is made.",
+        (0, 0, 1): "add_(0) and x[0] = 0.0 change no value, but each is an in-place write: the counter counts writes.",
+        (1, 0, 1): "x[0] = 0.0 is an in-place write too: it copies 0.0 into x's first element.",
+        (2, 0, 0): "nn.Linear fills its weight with random numbers in place when it is made, so the weight is at "
+        "version 1 before you use it.",
+        (2, 2, 1): "y = x + 1 is a new tensor with a counter of its own: the writes to x before it do not count.",
+    },
+)
+
+SAVES_OPS = {
+    "x.sin()": lambda x, w: x.sin(),
+    "x.relu()": lambda x, w: x.relu(),
+    "x.sigmoid()": lambda x, w: x.sigmoid(),
+    "x + w": lambda x, w: x + w,
+    "x * w": lambda x, w: x * w,
+}
+
+
+def what_it_saves(op) -> str:
+    """What ``op``'s backward node saved: "output" (its result), "input" (an input tensor) or "nothing" (a saved
+    Python number, such as the 2 of ``x * 2``, does not count)."""
+    w = torch.rand(2, 3, requires_grad=True)
+    x = torch.rand(2, 3, requires_grad=True) + 0.5  # not a leaf, as inside a model
+    node = autograd_graph(op(x, w)).nodes[1]  # node 0 is the output; node 1 is the op's backward node
+    if any(saved.is_output for saved in node.saved):
+        return "output"
+    return "input" if any(saved.shape for saved in node.saved) else "nothing"
+
+
+prediction(
+    "ch5.q_saves",
+    lambda: tuple(what_it_saves(op) for op in SAVES_OPS.values()),
+    why="relu and sigmoid save their output, as exp does: their derivative can be written from the result. sin "
+    "needs its input. add's derivative is 1, so it saves nothing. mul saves each operand for the other's gradient.",
+    choices=("input", "output", "nothing"),
+    mistakes={
+        ("input", "input", "input", "nothing", "input"): "relu and sigmoid save their output, as exp does.",
+        ("input", "input", "input", "input", "input"): "add's derivative is 1 for both inputs: it saves nothing.",
+        ("output", "output", "output", "nothing", "input"): "sin's derivative is cos x, which the result sin x "
+        "cannot give (its sign is lost): sin saves its input.",
+    },
+)
+
+MESSAGE_PROGRAM = """\
+a = torch.randn(3, requires_grad=True)
+w = torch.randn(3, requires_grad=True)
+h = a.sin()
+y = h * w      # MulBackward0 saves h, to give w its gradient
+h.add_(3)      # the in-place write
+loss = y.sum()"""
+
+_OUTPUT_OF = re.compile(r"which is output \d+ of (\w+?)(?:Backward\d*)?,")
+
+
+def message_names() -> str:
+    """The X of "which is output 0 of X" in the error that ``MESSAGE_PROGRAM``'s backward raises."""
+    loss = run_program(MESSAGE_PROGRAM)["loss"]
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        return _OUTPUT_OF.search(str(error)).group(1)
+    raise AssertionError("MESSAGE_PROGRAM's backward did not raise")
+
+
+prediction(
+    "ch5.q_message_names",
+    message_names,
+    why="for a saved input, 'output 0 of X' names the tensor's current grad_fn: the last op autograd recorded on "
+    "it, here add_. The node that needs the old h, MulBackward0, is not named.",
+    choices=("Sin", "Mul", "Add"),
+    mistakes={
+        "Mul": "MulBackward0 saved h and needs it, but the message does not name it.",
+        "Sin": "sin made h, but h.add_(3) was recorded after it: h.grad_fn is now AddBackward0.",
+    },
+)
+
+RELU_AFTER = {
+    "Linear": lambda: torch.nn.Linear(4, 4),
+    "BatchNorm1d": lambda: torch.nn.BatchNorm1d(4),
+    "Sigmoid": torch.nn.Sigmoid,
+    "Tanh": torch.nn.Tanh,
+}
+
+
+def relu_inplace_after(make_layer) -> str:
+    """Whether backward through ``make_layer()`` followed by ``nn.ReLU(inplace=True)`` "works" or "raises"."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(make_layer(), torch.nn.ReLU(inplace=True))
+    try:
+        net(torch.randn(8, 4, requires_grad=True)).sum().backward()
+    except RuntimeError as error:
+        if INPLACE_ERROR in str(error):
+            return "raises"
+        raise
+    return "works"
+
+
+prediction(
+    "ch5.q_relu_inplace",
+    lambda: tuple(relu_inplace_after(make) for make in RELU_AFTER.values()),
+    why="Sigmoid and Tanh save their output, which relu_ then overwrites. Linear saves its input and BatchNorm1d its "
+    "input and statistics, not their output. The check is on versions, not values.",
+    choices=("works", "raises"),
+    mistakes={
+        ("works", "works", "works", "works"): "a sigmoid is never negative, so relu_ changes no value after it, "
+        "but it still moves the version.",
+        ("raises", "raises", "raises", "raises"): "Linear and BatchNorm1d do not save their output, so nothing "
+        "saved the tensor that relu_ overwrites.",
+        ("works", "works", "works", "raises"): "Sigmoid saves its output, as Tanh does; relu_ changes no value "
+        "after it, but it still moves the version.",
+    },
+)

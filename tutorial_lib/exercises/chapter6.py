@@ -1,4 +1,6 @@
-"""Chapter 6 exercises: predicting allocated bytes, Adam's optimizer state, halving a function's peak memory.
+"""Chapter 6 exercises and quick predictions: predicting allocated bytes, Adam's optimizer state, halving a
+function's peak memory; the bytes a ReLU allocates, allocated versus peak, the parts of a training step, what
+checkpointing keeps and whether autocast saves memory.
 
 Every checker measures with ``measure_memory`` and torch itself: the block of the prediction exercise is run
 for real, Adam's state is measured by running ``optimizer.step()`` on fresh models (one of them with a layer
@@ -21,7 +23,7 @@ from torch import nn
 
 from ..facts.memory import format_bytes, measure_memory
 from ..facts.storage import shares_memory
-from . import correct, exercise, wrong
+from . import correct, exercise, prediction, wrong
 
 
 def _as_whole_number(answer) -> int | None:
@@ -307,7 +309,11 @@ def check_reduce_peak(fn):
         with measure_memory() as original:
             expected = standardize_rows(x)
         before, version_before = x.clone(), x._version
-        with _python_allocations() as python_peak, measure_memory() as mem:
+        # The previous input's result goes here, not inside the block (measure_memory would count its free), and
+        # tracemalloc runs inside measure_memory: the watcher's own bookkeeping (a few hundred bytes for each
+        # storage alive when the block starts) is Python memory, made before and dropped after the function runs.
+        result = None
+        with measure_memory() as mem, _python_allocations() as python_peak:
             result = fn(x)
         if mem.unseen:  # a thread the profiler does not record: the peak below would not be the truth
             return wrong(
@@ -367,3 +373,157 @@ def check_reduce_peak(fn):
         f"same values as standardize_rows, input untouched, and the peak is at most half the original's on every input "
         f"tried (last one: {format_bytes(peak)} against {format_bytes(original.peak)})."
     )
+
+
+# --- quick predictions ----------------------------------------------------------------------------------
+# Each truth is measured when the check runs, on the tensors and models the notebook uses.
+
+
+def _relu_bytes_truth() -> tuple[int, int]:
+    """Bytes left allocated by F.relu(x), then by F.relu_(x), for a 1000 x 1000 float32 x."""
+    x = torch.randn(1000, 1000)
+    with measure_memory() as out_of_place:
+        y = torch.nn.functional.relu(x)  # noqa: F841  (kept alive until the measurement ends)
+    with measure_memory() as in_place:
+        torch.nn.functional.relu_(x)
+    return out_of_place.allocated, in_place.allocated
+
+
+prediction(
+    "ch6.q_relu_bytes",
+    _relu_bytes_truth,
+    why="F.relu(x) makes a new tensor the size of x: 1,000,000 values of 4 bytes. F.relu_(x) writes its results "
+    "over x and makes nothing new.",
+    mistakes={
+        (4_000_000, 4_000_000): "relu_ writes into x's own storage, so it allocates nothing.",
+        (0, 0): "out of place means a new result tensor, as large as x.",
+        (1_000_000, 0): "that counts values; each float32 value takes 4 bytes.",
+        (0, 4_000_000): "it is the other way round: the out-of-place relu makes the new tensor.",
+    },
+)
+
+
+def _sum_peak_truth() -> str:
+    """Which figure of ``(x * 2).sum()`` reaches the size of x: allocated, peak, both or neither."""
+    x = torch.randn(1000, 1000)
+    with measure_memory() as mem:
+        total = (x * 2).sum()  # noqa: F841
+    big = tuple(name for name, value in (("allocated", mem.allocated), ("peak", mem.peak)) if value >= x.nbytes)
+    return {(): "neither", ("allocated",): "allocated", ("peak",): "peak", ("allocated", "peak"): "both"}[big]
+
+
+prediction(
+    "ch6.q_sum_peak",
+    _sum_peak_truth,
+    why="x * 2 is a temporary as large as x. It has no name, so it is freed once .sum() has read it: the block "
+    "leaves only the 4-byte sum, but its peak includes the whole temporary.",
+    choices=("allocated", "peak", "both", "neither"),
+    mistakes={
+        "both": "the temporary x * 2 is gone when the block ends; only the 4-byte sum is left allocated.",
+        "neither": "for a moment the block holds x * 2, a tensor as large as x, and the peak counts that moment.",
+        "allocated": "what the block leaves is the 4-byte sum; the large tensor existed only in between.",
+    },
+)
+
+
+def make_mlp(seed: int = 0) -> nn.Sequential:
+    """The chapter's multilayer perceptron: 256 inputs, two hidden layers of 1024, 10 classes."""
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+def _chapter_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    return torch.randn(512, 256), torch.randint(0, 10, (512,))
+
+
+def _step_parts_truth() -> tuple[int, int]:
+    """The gradients' and Adam's state's bytes after one training step, in units of the parameters' bytes."""
+    model = make_mlp()
+    inputs, targets = _chapter_batch()
+    adam = torch.optim.Adam(model.parameters(), lr=1e-3)
+    adam.zero_grad()
+    torch.nn.functional.cross_entropy(model(inputs), targets).backward()
+    adam.step()
+    parameters = sum(p.nbytes for p in model.parameters())
+    gradients = sum(p.grad.nbytes for p in model.parameters())
+    state = sum(value.nbytes for per_param in adam.state.values() for value in per_param.values())
+    return round(gradients / parameters), round(state / parameters)
+
+
+prediction(
+    "ch6.q_step_parts",
+    _step_parts_truth,
+    why="in this MLP backward gives each parameter a dense gradient of its own shape and dtype: 1 P. Adam keeps two "
+    "running averages per parameter, exp_avg and exp_avg_sq, each the parameter's size: 2 P, plus a 4-byte step "
+    "counter per parameter tensor.",
+    mistakes={
+        (1, 1): "Adam keeps two tensors per parameter, exp_avg and exp_avg_sq, not one.",
+        (0, 2): "backward gives every parameter of this MLP a .grad of the parameter's own size.",
+        (1, 3): "Adam's third item per parameter is a 4-byte step counter, not a third copy.",
+        (1, 0): "Adam makes its state in the first step() and keeps it between steps.",
+        (2, 2): "there is one gradient per parameter, the parameter's size.",
+    },
+)
+
+
+def _deep_block(width: int = 128) -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(width, 4 * width), nn.ReLU(), nn.Linear(4 * width, width))
+
+
+def _checkpoint_keeps(use_checkpoint: bool, width: int = 128) -> str:
+    """What a forward pass through one block keeps of it, measured: "input", "hidden", "both" or "neither"."""
+    from torch.utils.checkpoint import checkpoint
+
+    block = _deep_block(width)
+    batch, hidden_bytes, input_bytes = 512, 512 * 4 * width * 4, 512 * width * 4
+    with measure_memory() as forward:
+        block_input = torch.randn(batch, width)
+        output = checkpoint(block, block_input, use_reentrant=False) if use_checkpoint else block(block_input)
+        del block_input  # what stays alive now is what the graph keeps
+    extra = forward.allocated - output.untyped_storage().nbytes()
+    hidden_kept = extra >= hidden_bytes
+    input_kept = extra - hidden_kept * hidden_bytes >= input_bytes
+    return {(True, True): "both", (True, False): "input", (False, True): "hidden", (False, False): "neither"}[
+        (input_kept, hidden_kept)
+    ]
+
+
+prediction(
+    "ch6.q_checkpoint",
+    lambda: _checkpoint_keeps(use_checkpoint=True),
+    why="checkpoint keeps the block's input and drops what the block saves inside, such as its 512-wide hidden "
+    "output. During backward it runs the block again from that input to get the saved tensors back.",
+    choices=("input", "hidden", "both", "neither"),
+    mistakes={
+        "both": "keeping both is what the forward pass does without checkpointing; checkpoint gives up the hidden "
+        "output.",
+        "hidden": "it is the other way round: the hidden output is recomputed, and the input is what it is recomputed "
+        "from.",
+        "neither": "backward must run the block again, so checkpoint keeps the block's input.",
+    },
+)
+
+
+def _autocast_truth() -> str:
+    """Whether the chapter's forward pass under bfloat16 autocast leaves fewer bytes than in float32."""
+    model = make_mlp()
+    inputs, _ = _chapter_batch()
+    with measure_memory() as in_float32:
+        logits = model(inputs)
+    del logits
+    with measure_memory() as under_autocast, torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(inputs)  # noqa: F841
+    return "yes" if under_autocast.allocated < in_float32.allocated else "no"
+
+
+prediction(
+    "ch6.q_autocast",
+    _autocast_truth,
+    why="autocast runs the matrix multiplications in bfloat16, so it makes bfloat16 copies of the weights and of "
+    "the input, and autograd keeps the copies backward needs. For a batch of 512 these copies outweigh the halved "
+    "activations.",
+    choices=("yes", "no"),
+    mistakes={"yes": "the activations halve, but autocast adds bfloat16 copies of the weights and the input."},
+)

@@ -3,7 +3,7 @@
 Every checker runs torch itself: the learner's function is applied to slices of a big tensor and the result
 is really saved to an in-memory file (its size measured, its values loaded back); the learner's module class
 is built and converted with ``.to(torch.float64)``; predictions are compared with what ``.to()`` returns on a
-fresh tensor.
+fresh tensor. The quick predictions of the core chapter (``ch7.q_*``) compute their answers the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import io
 import torch
 from torch import nn
 
-from . import correct, exercise, not_attempted, wrong
+from . import correct, exercise, not_attempted, prediction, wrong
 
 
 def saved_size(obj) -> int:
@@ -21,6 +21,11 @@ def saved_size(obj) -> int:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     return buffer.getbuffer().nbytes
+
+
+def _same_storage(a, b) -> bool:
+    """Whether two tensors read one storage (a view, or the tensor itself), rather than two storages."""
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
 def _load(obj):
@@ -78,6 +83,12 @@ def check_save_small(fn):
         needed = saved_size(before.clone())
         whole = piece.untyped_storage().nbytes()
         if written > needed + _SIZE_SLACK:
+            if written >= whole and not _same_storage(result, piece):
+                return wrong(
+                    f"for {description} ({piece.numel()} elements) torch.save wrote {written:,} bytes: your copy "
+                    f"duplicated the whole {whole:,}-byte storage of the big tensor, as copy.deepcopy of a view does.",
+                    "copy only the slice's elements into new memory: piece.clone().",
+                )
             if written >= whole:
                 hint = "the tensor you save still uses the big tensor's storage, and torch.save writes whole storages."
                 if piece.is_contiguous():
@@ -408,3 +419,118 @@ def check_load_without_copy(fn):
         "built without memory or random numbers, loaded without a copy: the model's parameters are the file's mapped "
         f"bytes{note}."
     )
+
+
+# --- quick predictions of the core chapter ----------------------------------------------------------------------
+
+
+def same_or_new() -> tuple[str, ...]:
+    """For ``x = torch.arange(6.0)``: whether ``x.to(torch.float32)``, ``x.to(torch.float64)`` and
+    ``x.to(torch.float32, copy=True)`` return x itself ("same") or a new tensor ("new")."""
+    x = torch.arange(6.0)
+    calls = (lambda: x.to(torch.float32), lambda: x.to(torch.float64), lambda: x.to(torch.float32, copy=True))
+    return tuple("same" if call() is x else "new" for call in calls)
+
+
+prediction(
+    "ch7.q_same_object",
+    same_or_new,
+    why="x is already float32 on the CPU, so x.to(torch.float32) has nothing to convert and returns x itself. "
+    "A new dtype needs new memory for the converted values, and copy=True asks for a new tensor even when nothing "
+    "changes.",
+    choices=("same", "new"),
+    mistakes={
+        ("new", "new", "new"): ".to() returns its input when the dtype and device already match: nothing is "
+        "converted and nothing is allocated.",
+        ("same", "same", "same"): "float64 values need new memory: each element is converted and written into a "
+        "storage of its own.",
+        ("same", "new", "same"): "copy=True forces a new tensor even when nothing would change.",
+    },
+)
+
+
+class ShiftModule(nn.Module):
+    """The chapter's module: one parameter, one buffer, one plain tensor attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(3))
+        self.register_buffer("running_shift", torch.zeros(3))
+        self.offset = torch.full((3,), 0.1)
+
+
+def dtypes_after_module_to() -> tuple[str, ...]:
+    """The dtypes of (weight, running_shift, offset) after ``ShiftModule().to(torch.float64)``."""
+    module = ShiftModule().to(torch.float64)
+    names = ("weight", "running_shift", "offset")
+    return tuple(str(getattr(module, name).dtype).replace("torch.", "") for name in names)
+
+
+prediction(
+    "ch7.q_plain_attribute",
+    dtypes_after_module_to,
+    why="module.to(torch.float64) converts the floating-point tensors the module knows about: its parameters and "
+    "its registered buffers. A tensor kept as a plain attribute is invisible to it and keeps its dtype.",
+    choices=("float32", "float64"),
+    mistakes={
+        ("float64", "float64", "float64"): "offset is a plain attribute, not a parameter or a buffer, so "
+        "module.to() does not see it.",
+        ("float64", "float32", "float32"): "a registered buffer is converted like a parameter.",
+        ("float32", "float32", "float32"): "module.to() converts the module's own parameters and buffers, in place.",
+    },
+)
+
+
+def child_write_reaches_parent() -> str:
+    """Whether a tensor sent through torch.multiprocessing is shared with the receiver ("changed": the receiver's
+    in-place write reaches the sender) or copied ("unchanged")."""
+    from multiprocessing.reduction import ForkingPickler
+
+    message = torch.arange(4.0)
+    ForkingPickler.dumps(message)  # what a queue's put() does with the tensor before anything is sent
+    return "changed" if message.is_shared() else "unchanged"
+
+
+prediction(
+    "ch7.q_child_write",
+    child_write_reaches_parent,
+    why="put() moves the tensor's storage into shared memory before it sends a handle. The child maps the same "
+    "memory, so its in-place write lands in the parent's tensor.",
+    choices=("changed", "unchanged"),
+    mistakes={
+        "unchanged": "torch.multiprocessing does not copy a CPU tensor's bytes to the child: both processes "
+        "read and write one block of shared memory.",
+    },
+)
+
+
+def loaded_pair_after_a_write() -> tuple[str, str]:
+    """Save ``{"base": base, "window": base[2:5]}`` in one call, load it, write into the loaded window: whether the
+    loaded base and the original base "changed" or stayed "unchanged"."""
+    base = torch.arange(10.0, 16.0)
+    original = base.clone()
+    loaded = _load({"base": base, "window": base[2:5]})
+    loaded_before = loaded["base"].clone()
+    loaded["window"][0] = 100.0
+    return tuple(
+        "unchanged" if torch.equal(now, before) else "changed"
+        for now, before in ((loaded["base"], loaded_before), (base, original))
+    )
+
+
+prediction(
+    "ch7.q_saved_together",
+    loaded_pair_after_a_write,
+    why="base and window share one storage, and the file holds it once. Loading gives back one new storage with both "
+    "tensors over it, so the write through the loaded window changes the loaded base. The original base lives in "
+    "other memory and stays as it was.",
+    choices=("changed", "unchanged"),
+    mistakes={
+        ("unchanged", "unchanged"): "saved in one call, the two tensors come back over one storage, as they were "
+        "saved: a write through one reaches the other.",
+        ("changed", "changed"): "torch.load puts the values into new memory: nothing links the loaded tensors to the "
+        "original base.",
+        ("unchanged", "changed"): "it is the other way round: the loaded pair share a new storage, and the original "
+        "is separate from it.",
+    },
+)

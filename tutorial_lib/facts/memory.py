@@ -14,21 +14,56 @@ dispatch mode still names the aten op each event happened in (the timeline). An 
 (a Python number wrapped as a tensor for the next op, the first storage of ``copy.deepcopy``) is counted at once
 and shows in the next op's entry; those made after the last op get a last entry named ``OUTSIDE_ANY_OP``.
 
-The profiler does not report the free of a block allocated before it started, so the dispatch mode also watches
-the storages the block's ops use and counts one off when it is freed in the block (``x = x.relu()`` frees the
-old ``x``) or when an op moved it to a new block (``resize_``).
+The profiler reports the free of a CPU block only when the allocator recorded the block's size, which it does
+only while a profiler runs in the allocating thread. So when a block starts, ``measure_memory`` first collects
+Python's young garbage (``gc.collect(1)``, so that garbage from before the block is not freed inside it by
+chance), then lists every CPU storage Python can reach (``live_storages``: tensors wherever they are held, their
+``.grad``, the tensors their autograd graphs saved) and watches each for its free. Those frees count, at the
+moment they happen: ``optimizer.zero_grad()`` dropping the old gradients (its default, ``set_to_none=True``,
+runs no op), ``out = model(x)`` letting the previous output and its graph go, ``y = x * 3`` over an older
+``y``, ``del x``, re-running a ``%%measure_memory`` cell. A storage that an op or ``share_memory_()`` moves to a
+new block gives its old block back when the new one is made (``resize_``, ``set_``). A tensor from before the
+block that Python's garbage collector frees during it (a full collection) counts too: it is memory the block saw
+go.
 
-What the CPU figures still do not see (each is also in ``measure_memory``'s docstring and in chapter 6):
+Memory other than the CPU allocator's, on the CPU (``SOURCES`` names each allocation's):
 
-- allocations made in other threads: the profiler records only the thread that runs the block. Threads started
-  inside the block are detected and listed in ``MemoryReport.unseen``; work handed to threads that already
-  existed (a thread pool made before the block) is neither counted nor detected, and neither is the scratch
-  memory of torch's own intra-op worker threads (OpenMP) other than the calling one;
+- file and shared-memory mappings (``at::MapAllocator``: ``share_memory_()``, a batch from DataLoader workers,
+  ``torch.load(mmap=True)``, ``UntypedStorage.from_file``) report their full size to the profiler when mapped
+  and when unmapped, whether or not their pages are in RAM: they count, as "mapping";
+- pinned memory, when CUDA is present (``pin_memory()``, ``save_on_cpu(pin_memory=True)``), comes from CUDA's
+  host allocator, which reports nothing: the op that returns it is watched and it counts, as "pinned", until its
+  storage is freed, so the figures are those of the same code on a machine without CUDA (where it is the CPU
+  allocator's);
+- what another thread allocates is not in the profiler's events of the block's thread (PyTorch's profiler is per
+  thread; with ``profile_all_threads`` it records other threads' ops but no memory events at all, torch 2.13).
+  A storage another thread made is counted from when an op of the block's thread first uses it, or from the end
+  of the block if it is still alive then, as "another thread"; its free counts when it happens, in whichever
+  thread, and so does another thread's free of memory from before the block. ``unseen`` gives the bytes counted
+  that way.
+
+What the CPU figures still do not see (each is also in ``measure_memory``'s docstring, and ``unseen`` says so
+with the bytes where it can know them):
+
+- what another thread allocates and frees by itself during the block (a thread pool's scratch, the scratch of
+  torch's own intra-op worker threads other than the calling one): the peak can be higher than reported.
+  Threads started in the block are named in ``unseen``; work handed to a thread pool made before the block
+  cannot be detected unless it leaves memory the block's thread sees;
 - memory no PyTorch allocator made: NumPy arrays (``torch.from_numpy`` shares them; ``y.numpy() + 1`` is NumPy's);
-- a storage from before the block that is freed in it without any op of the block touching it (``del x``);
+- the free of a tensor from before the block whose storage cannot be resized and is not a mapping: the storages
+  of ``torch.from_numpy`` (NumPy's memory), of ``torch.load`` and of a tensor after ``x.numpy()`` (the CPU
+  allocator's) look the same to Python, so such a free counts only when the profiler reports it (the storage was
+  made while a profiler ran, an earlier ``measure_memory`` block included), and ``unseen`` gives the bytes
+  otherwise;
+- a storage only C++ holds (not through a Python tensor, a ``.grad`` or an autograd graph): its free counts only
+  when the profiler reports it; autograd graphs are walked up to ``MAX_GRAPH_NODES`` nodes, and ``unseen`` says
+  when they had more;
 - under a Python dispatch mode that is not the course's (``allow_mutation_on_saved_tensors()``, your own
   ``TorchDispatchMode``), the one-value tensor (8 bytes) that mode's Python layer makes again of each Python number
-  an op receives: it looks exactly like the copy the course's own watchers cause, which is left out;
+  an op receives: it looks exactly like the copy the course's own watchers cause, which is left out. Such a mode
+  also makes Dynamo run a ``torch.compile``d function uncompiled (and keep it so after the block); the course's
+  own mode lets compiled code run compiled (``ignore_compile_internals``), so the figures are those of the
+  compiled code;
 - everything, when a profiler is already running on the thread (``torch.profiler.profile`` around the block):
   then only the storages aten ops create are counted, as in earlier versions, and ``unseen`` says so. A profiler
   started *inside* a block takes the events over (PyTorch runs one profiler per thread): the block's figures miss
@@ -52,12 +87,14 @@ temporary file for the duration of the block; everything else written there is p
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import os
 import sys
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Iterator
@@ -66,6 +103,7 @@ import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
 
 from ..common.checks import require_int, require_type
+from .live_storages import MAX_GRAPH_NODES, GenerationsWatch, LiveStorages, live_storages
 from .watching import FRESH_LITERAL_OPS, WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
 MiB = 1024 * 1024
@@ -100,6 +138,21 @@ KINDS = {
     "from before the block": "allocated before the block and freed in it (counts as negative bytes)",
 }
 
+#: Where the memory of an allocation came from. On the CPU every source counts in ``allocated`` and ``peak``.
+SOURCES = {
+    "CPU allocator": "PyTorch's CPU allocator, whose allocation and free events the profiler reports",
+    "mapping": "a shared-memory or file mapping (at::MapAllocator: share_memory_(), a batch from DataLoader "
+    "workers, torch.load(mmap=True), UntypedStorage.from_file): the profiler reports its full size when it is "
+    "mapped and when it is unmapped, whether or not its pages are in RAM",
+    "pinned": "page-locked host memory from CUDA's host allocator (pin_memory(), save_on_cpu(pin_memory=True) "
+    "when CUDA is present), which reports nothing to the profiler: counted from the op that returned it to its "
+    "storage's free (CUDA keeps the block cached, still pinned, after that)",
+    "another thread": "memory the block's thread did not see allocated (another thread made it, e.g. a thread "
+    "pool made before the block): counted from when the block's thread first used it, or from the end of the "
+    "block if it never did; MemoryReport.unseen says so",
+    "CUDA caching allocator": "a storage on the GPU (the figures are the caching allocator's own)",
+}
+
 _RANGE_ENTER = "profiler::_record_function_enter_new"
 _RANGE_EXIT = "profiler::_record_function_exit"
 _RANGE_OPS = (_RANGE_ENTER, _RANGE_EXIT)
@@ -121,6 +174,7 @@ class Allocation:
         kind: a key of ``KINDS``.
         allocated_by: the name of the op at ``allocated_at`` (None with it).
         freed_by: the name of the op at ``freed_at`` (None with it).
+        source: where the memory came from, a key of ``SOURCES``.
     """
 
     nbytes: int
@@ -130,6 +184,7 @@ class Allocation:
     kind: str
     allocated_by: str | None
     freed_by: str | None
+    source: str = "CPU allocator"
 
 
 class MemoryReport:
@@ -147,9 +202,13 @@ class MemoryReport:
         timeline: one ``(aten op, bytes held)`` pair per op run in the block, bytes counted from the start
             of the block after the op finished (for drawing memory over time). On the CPU, memory allocated
             between two ops shows in the next op's entry, and memory allocated after the last op (by no aten
-            op: ``torch.UntypedStorage(n)``, ``pickle.loads``) in a last entry named ``OUTSIDE_ANY_OP``.
-        unseen: sentences naming what this block did that the figures could not count (threads started in the
-            block, a profiler that was already running); empty when the figures are complete.
+            op: ``torch.UntypedStorage(n)``, ``pickle.loads``, compiled code; or found at the end, made by
+            another thread) in a last entry named ``OUTSIDE_ANY_OP``, which a block that ran no op and freed
+            memory from before it (``del x``) gets too.
+        unseen: sentences naming what this block did that the figures could not count exactly, with the bytes
+            where they are known (threads started in the block, memory another thread made, frees of storages
+            no allocator can be told to own, a profiler that was already running); empty when the figures are
+            complete.
         allocations: every ``Allocation`` the block made, in the order they were made, then the frees of memory
             from before the block; the sizes of those alive at the end minus those from before add up to
             ``allocated``.
@@ -263,7 +322,7 @@ class _Ledger:
         self.most_held: list[int] = []
         self._highest_since_op: int | None = None
         self._live: dict = {}  # key -> its record
-        # [key, nbytes, allocated_at, freed_at, freed_inside, made in backward, freed in backward]
+        # [key, nbytes, allocated_at, freed_at, freed_inside, made in backward, freed in backward, source]
         self._records: list[list] = []
 
     def _change(self, delta: int) -> None:
@@ -283,9 +342,14 @@ class _Ledger:
         """Whether ``key`` is an allocation of the block still alive."""
         return key in self._live
 
-    def allocate(self, key, nbytes: int) -> None:
+    def source_of(self, key) -> str | None:
+        """The source (``SOURCES``) of the live allocation ``key``, None if there is none."""
+        record = self._live.get(key)
+        return None if record is None else record[7]
+
+    def allocate(self, key, nbytes: int, source: str = "CPU allocator") -> None:
         record = [key, nbytes, self.running if self.running is not None else self.ops_done, None, False]
-        record += [self.in_backward(), False]
+        record += [self.in_backward(), False, source]
         self._live[key] = record
         self._records.append(record)
         self._change(nbytes)
@@ -296,9 +360,9 @@ class _Ledger:
         record[6] = self.in_backward()
         self._change(-record[1])
 
-    def free_from_before(self, key, nbytes: int) -> None:
+    def free_from_before(self, key, nbytes: int, source: str = "CPU allocator") -> None:
         freed_at, inside = self._where_freed(None)
-        self._records.append([key, nbytes, None, freed_at, inside, False, self.in_backward()])
+        self._records.append([key, nbytes, None, freed_at, inside, False, self.in_backward(), source])
         self._change(-nbytes)
 
     def op_ended(self) -> None:
@@ -317,7 +381,8 @@ class _Ledger:
             return phases.of_ops[column] if column < len(phases.of_ops) else no_op
 
         made, from_before = [], []
-        for key, nbytes, allocated_at, freed_at, inside, made_in_backward, freed_in_backward in self._records:
+        for record in self._records:
+            key, nbytes, allocated_at, freed_at, inside, made_in_backward, freed_in_backward, source = record
             if allocated_at is None:
                 kind = "from before the block"
             elif freed_at is None:
@@ -342,6 +407,7 @@ class _Ledger:
                 kind=kind,
                 allocated_by=None if allocated_at is None else names[allocated_at],
                 freed_by=None if freed_at is None else names[freed_at],
+                source=source,
             )
             (from_before if allocated_at is None else made).append(allocation)
         return tuple(made + from_before)
@@ -357,7 +423,15 @@ def _finish_report(report: MemoryReport, ledger: _Ledger, phases: _Phases, timel
 
 
 class _StorageTracker(WatcherMode):
-    """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time."""
+    """Counts bytes of storages on one device that ops create, and of earlier ones that die, over time.
+
+    Compiled code runs compiled under it, as under the CPU's namer (``ignore_compile_internals``): on CUDA the
+    totals are the caching allocator's, whatever ran; the per-op timeline sees the ops compiled code dispatches.
+    """
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
 
     def __init__(self, device: torch.device, read_allocator=None):
         super().__init__()
@@ -368,6 +442,7 @@ class _StorageTracker(WatcherMode):
         self._read_allocator = read_allocator  # on CUDA the timeline reads the allocator instead
         self._watched: dict[int, weakref.finalize] = {}
         self._nbytes: dict[int, int] = {}  # the size each watched storage was last seen with
+        self._source = "CUDA caching allocator" if device.type == "cuda" else "CPU allocator"
 
     def _watch(self, tensor: torch.Tensor, counted: bool) -> None:
         storage = tensor.untyped_storage()
@@ -378,7 +453,7 @@ class _StorageTracker(WatcherMode):
         # Memory torch did not allocate (torch.from_numpy, DLPack) is neither gained nor lost with it.
         nbytes = storage.nbytes() if storage.resizable() else 0
         if counted and nbytes:
-            self.ledger.allocate(key, nbytes)
+            self.ledger.allocate(key, nbytes, self._source)
         self._nbytes[key] = nbytes
         self._watched[key] = weakref.finalize(storage, self._freed, key)
 
@@ -389,14 +464,14 @@ class _StorageTracker(WatcherMode):
         self._let_go(key, self._nbytes[key])
         self._nbytes[key] = storage.nbytes()
         if self._nbytes[key]:
-            self.ledger.allocate(key, self._nbytes[key])
+            self.ledger.allocate(key, self._nbytes[key], self._source)
 
     def _let_go(self, key: int, nbytes: int) -> None:
         """The memory of a watched storage was given back: the block's own, or from before the block."""
         if self.ledger.holds(key):
             self.ledger.free(key)
         elif nbytes:
-            self.ledger.free_from_before(key, nbytes)
+            self.ledger.free_from_before(key, nbytes, self._source)
 
     def _freed(self, key: int) -> None:
         self._watched.pop(key, None)
@@ -454,50 +529,177 @@ def _cpu_storages(args, kwargs) -> list:
     return storages
 
 
-class _CpuOpNamer(WatcherMode):
-    """Names the aten ops of one block for the profiler, and watches the storages they use.
+def _allocator_bytes(storage) -> int:
+    """The bytes an allocator gave a storage: 0 for memory torch did not allocate (``torch.from_numpy``, DLPack,
+    the storages ``torch.load(mmap=True)`` cuts from its mapping, a DataLoader batch's mapping), which cannot be
+    resized: the profiler reports a mapping's own ends itself."""
+    try:
+        return storage.nbytes() if storage.resizable() else 0
+    except (RuntimeError, NotImplementedError):
+        return 0
 
-    Each op runs inside a profiler range named ``tl::op:<block>:<index>``, so an allocator event can be traced
-    back to the op it happened in. A storage an op uses is watched: when it dies, or an op moves it to a new
-    block of memory, a range named ``tl::free:<block>:<index>`` marks the moment, with the address and size
-    kept here. The profiler cannot report those frees when the memory was allocated before it started.
 
-    A backward pass is marked too: ``tl::backward:<block>:start:<task>`` before the first op autograd's engine
-    runs for it, ``tl::backward:<block>:end:<task>`` when the engine has run every node (a final callback,
-    ``queue_callback``), so a free between two ops can be told to be during backward or after it returned.
+def _source_of(storage) -> str:
+    try:
+        return "mapping" if storage.is_shared() else "CPU allocator"
+    except (RuntimeError, NotImplementedError):
+        return "CPU allocator"
+
+
+def _is_pinned(storage) -> bool:
+    try:
+        return storage.is_pinned()
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+#: Ops that return pinned host memory (from CUDA's host allocator), besides any op given ``pin_memory=True``.
+_PINNING_OPS = frozenset({"aten::_pin_memory", "aten::pin_memory"})
+#: Sources whose frees the profiler does not report: the watched storage's free is what counts.
+_FREES_NOT_REPORTED = frozenset({"another thread", "pinned"})
+
+
+class _WatchedStorage(weakref.ref):
+    """A weak reference to a storage the namer watches, with what its free will need: the storage is gone then.
+
+    ``key``: the storage's ``_cdata``; ``address`` and ``size`` (bytes) of its block when last seen; ``nbytes``,
+    the bytes an allocator is known to have given it (``_allocator_bytes``); ``from_before``, whether the block is
+    from before the block of code measured; ``source``, a key of ``SOURCES``. Slots keep it small: one is made per
+    storage alive when a block starts.
     """
 
-    def __init__(self, block_id: int):
+    __slots__ = ("key", "address", "nbytes", "from_before", "source", "size")
+
+    def set(self, key: int, address: int, nbytes: int, from_before: bool, source: str, size: int) -> None:
+        self.key, self.address, self.nbytes, self.from_before, self.source, self.size = (
+            key,
+            address,
+            nbytes,
+            from_before,
+            source,
+            size,
+        )
+
+
+class _CpuOpNamer(WatcherMode):
+    """Names the aten ops of one block for the profiler, and watches storages for what the profiler cannot report.
+
+    Each op runs inside a profiler range named ``tl::op:<block>:<index>``, so an allocator event can be traced
+    back to the op it happened in. Marks (empty ranges) put on the same axis what the profiler does not see:
+
+    - ``tl::free:<block>:<i>``: the memory of a watched storage went away, because the storage died or because
+      an op or ``share_memory_()`` gave it a new block; ``frees[i]`` holds the old block's address and size,
+      whether the storage is from before the block, and the new block's address after a move. The storages
+      watched are those alive when the block started (``live_storages``: the profiler does not report the free of
+      a block allocated before it started) and those the block's ops use. A free in another thread cannot be
+      marked on this thread's profiler: ``frees_elsewhere`` keeps its time instead.
+    - ``tl::seen:<block>:<i>``: an op used a storage made in the block for the first time, or returned pinned
+      memory; ``seen[i]`` holds its address, size and source. If the profiler never reported that allocation,
+      another thread (or CUDA's host allocator) made it: the replay counts it from this mark.
+    - ``tl::backward:<block>:start:<task>`` before the first op autograd's engine runs for a backward pass,
+      ``tl::backward:<block>:end:<task>`` when the engine has run every node (a final callback,
+      ``queue_callback``), so a free between two ops can be told to be during backward or after it returned.
+
+    ``torch.compile``d code runs compiled inside the block (``ignore_compile_internals``): the mode is off
+    while Dynamo compiles and on while the compiled code runs, so the allocator events are those of the compiled
+    code, and Dynamo does not mark the function to run uncompiled from then on, as it does under other modes.
+    """
+
+    def __init__(self, block_id: int, before: LiveStorages):
         super().__init__()
         self.op_prefix = f"tl::op:{block_id}:"
         self.free_prefix = f"tl::free:{block_id}:"
+        self.seen_prefix = f"tl::seen:{block_id}:"
         self.backward_prefix = f"tl::backward:{block_id}:"
+        self.thread = threading.get_ident()
         self._graph_tasks: set[int] = set()  # the backward passes marked
         self.names: list[str] = []
-        self.frees: list[tuple[int, int]] = []  # (address, bytes) of each watched block that went away
+        # (address, bytes, from before the block, address of the new block after a move or None, source)
+        self.frees: list[tuple[int, int, bool, int | None, str]] = []
+        self.frees_elsewhere: list[tuple[int, int]] = []  # (time in ns, index into frees) of frees in other threads
+        self.seen: list[tuple[int, int, str]] = []  # (address, bytes, source)
+        # (address, bytes) of storages from before the block that were not resizable and not a mapping, freed in
+        # it: torch.load's and x.numpy()'s come from the CPU allocator, torch.from_numpy's from NumPy, and Python
+        # cannot tell which. The replay counts one only when the profiler reports its free.
+        self.uncertain_frees: list[tuple[int, int]] = []
+        self.before_addresses: set[int] = set()  # the blocks of storages from before the block, watched
         self.phases = _Phases()
-        self._watched: dict[int, weakref.finalize] = {}
-        self._blocks: dict[int, tuple[int, int]] = {}  # storage key -> (address, bytes) of its memory block
+        self._watched: dict[int, _WatchedStorage] = {}  # by storage key
+        self._on_free = self._freed  # one bound method for every weak reference
+        for key, storage in before.storages.items():
+            self._watch(storage, key, from_before=True)
 
-    def _watch(self, storage) -> None:
-        key = storage._cdata
-        if key in self._watched:
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
+
+    def _watch(self, storage, key: int, from_before: bool, source: str | None = None, seen: bool = True) -> None:
+        nbytes = _allocator_bytes(storage)
+        address = storage.data_ptr()
+        source = source or _source_of(storage)
+        watched = _WatchedStorage(storage, self._on_free)
+        watched.set(key, address, nbytes, from_before, source, storage.nbytes())
+        self._watched[key] = watched
+        if not nbytes:
             return
-        # Memory no PyTorch allocator made (torch.from_numpy, DLPack) is not resizable, and not the allocator's.
-        nbytes = storage.nbytes() if storage.resizable() else 0
-        self._blocks[key] = (storage.data_ptr(), nbytes)
-        self._watched[key] = weakref.finalize(storage, self._freed, key)
+        if from_before:
+            self.before_addresses.add(address)
+        elif seen:
+            self._mark_seen(address, nbytes, source)
 
-    def _mark_free(self, address: int, nbytes: int) -> None:
-        if nbytes:
-            self.frees.append((address, nbytes))
-            with _RecordFunctionFast(f"{self.free_prefix}{len(self.frees) - 1}"):
+    def _mark_seen(self, address: int, nbytes: int, source: str) -> None:
+        self.seen.append((address, nbytes, source))
+        with _RecordFunctionFast(f"{self.seen_prefix}{len(self.seen) - 1}"):
+            pass
+
+    def _mark_free(self, watched: _WatchedStorage, moved_to: int | None = None) -> None:
+        if not watched.nbytes:
+            if watched.from_before and watched.size and watched.source != "mapping":  # see uncertain_frees
+                self.uncertain_frees.append((watched.address, watched.size))
+            return
+        self.frees.append((watched.address, watched.nbytes, watched.from_before, moved_to, watched.source))
+        index = len(self.frees) - 1
+        if threading.get_ident() == self.thread:
+            with _RecordFunctionFast(f"{self.free_prefix}{index}"):
                 pass
+        else:  # the profiler records this thread only
+            self.frees_elsewhere.append((time.time_ns(), index))
 
-    def _freed(self, key: int) -> None:
-        self._watched.pop(key, None)
-        address, nbytes = self._blocks.pop(key)
-        self._mark_free(address, nbytes)
+    def _freed(self, watched: _WatchedStorage) -> None:
+        if self._watched.get(watched.key) is watched:
+            del self._watched[watched.key]
+            self._mark_free(watched)
+
+    def _check_moved(self, storage) -> None:
+        """A storage given a new block (``resize_``, ``set_``, ``share_memory_()``): its old block is freed."""
+        watched = self._watched.get(storage._cdata)
+        if watched is None:
+            return
+        # Compared with its size, not with _allocator_bytes: x.numpy() makes x's storage not resizable.
+        address, size = storage.data_ptr(), storage.nbytes()
+        if address == watched.address and size == watched.size:
+            return
+        self._mark_free(watched, moved_to=address)
+        source, nbytes = _source_of(storage), _allocator_bytes(storage)
+        watched.set(watched.key, address, nbytes, False, source, size)
+        if nbytes:
+            self._mark_seen(address, nbytes, source)
+
+    def _watch_outputs(self, result, pinning: bool) -> None:
+        """Watches the new storages an op returned, for a free in another thread (which the profiler does not
+        record). The allocator of this thread made them, and the profiler reported it, except pinned memory from
+        CUDA's host allocator (``pinning``: an op that can return it): that one is marked as seen here."""
+        for tensor in tensors_in(result):
+            if tensor.device.type != "cpu" or tensor.layout != torch.strided:
+                continue
+            storage = tensor.untyped_storage()
+            key = storage._cdata
+            if key in self._watched:  # an input, a view of one, or an output already watched
+                continue
+            if pinning and _is_pinned(storage):
+                self._watch(storage, key, from_before=False, source="pinned")
+            else:
+                self._watch(storage, key, from_before=False, seen=False)
 
     def _mark_backward(self, edge: str, task: int) -> None:
         with _RecordFunctionFast(f"{self.backward_prefix}{edge}:{task}"):
@@ -519,39 +721,38 @@ class _CpuOpNamer(WatcherMode):
             return self.phases.run_range(func, args, kwargs)
         storages = _cpu_storages(args, kwargs)
         for storage in storages:
-            self._watch(storage)
+            key = storage._cdata
+            if key not in self._watched:
+                self._watch(storage, key, from_before=False)
         self.phases.note_op(tensors_in((args, kwargs)))
         self._follow_backward()
         index = len(self.names)
         self.names.append(name)
+        pinning = name in _PINNING_OPS or bool(kwargs.get("pin_memory"))
         with _RecordFunctionFast(f"{self.op_prefix}{index}"):
             result = call_keeping_versions(func, args, kwargs)
-        for storage in storages:  # resize_, out= into a tensor too small: the storage got a new block
-            key = storage._cdata
-            address, nbytes = self._blocks.get(key, (0, 0))
-            if storage.data_ptr() != address and key in self._blocks:
-                self._mark_free(address, nbytes)
-                self._blocks[key] = (storage.data_ptr(), storage.nbytes() if storage.resizable() else 0)
+            if pinning:  # inside the op's range: the op made it
+                self._watch_outputs(result, pinning=True)
+        for storage in storages:  # resize_, set_, out= into a tensor too small: the storage got a new block
+            self._check_moved(storage)
+        if not pinning:
+            self._watch_outputs(result, pinning=False)
         return result
 
     def recheck(self) -> None:
         """At the end of the block: a storage whose memory was swapped outside any op (``share_memory_()`` moves
         a storage into shared memory) gave its old block back."""
-        for key, finalizer in list(self._watched.items()):
-            alive = finalizer.peek()
-            if alive is None or key not in self._blocks:
-                continue
-            storage = alive[0]
-            address, nbytes = self._blocks[key]
-            if storage.data_ptr() != address:
-                self._mark_free(address, nbytes)
-                self._blocks[key] = (storage.data_ptr(), storage.nbytes() if storage.resizable() else 0)
+        for watched in list(self._watched.values()):
+            storage = watched()
+            if storage is not None:
+                self._check_moved(storage)
+
+    def watched(self) -> set[int]:
+        """The keys of the storages watched now."""
+        return set(self._watched)
 
     def stop(self) -> None:
-        for finalizer in self._watched.values():
-            finalizer.detach()
-        self._watched.clear()
-        self._blocks.clear()
+        self._watched.clear()  # a weak reference that is gone calls nothing back
 
 
 # The profiler's range around a Python dispatch mode's __torch_dispatch__. An allocation directly inside it, or
@@ -561,14 +762,17 @@ class _CpuOpNamer(WatcherMode):
 # block is watched (by measure_memory or trace_ops), so it is not counted.
 _PYTHON_DISPATCH = "PythonDispatchMode"
 _COMPILED_REGION = "Torch-Compiled Region"
+_MARKS = ("tl::free:", "tl::seen:", "tl::backward:")
 
 
 def _flatten(tree) -> list[tuple]:
     """The profiler's event tree of one thread as a flat list in time order (children come sorted by start).
 
-    Entries: ``("alloc", address, signed bytes, the tl::op ranges around it, the innermost range's name)``,
-    ``("range", name, the tl::op ranges around it)`` when a ``tl::free`` or ``tl::backward`` range starts,
-    ``("end", name)`` when a ``tl::op`` range ends.
+    Entries, each with its time in ns second: ``("alloc", time, address, signed bytes, the tl::op ranges around
+    it, the innermost range's name, whether a mapping reported it)``, ``("mark", time, name, the tl::op ranges
+    around it)`` for a ``tl::free``, ``tl::seen`` or ``tl::backward`` mark, ``("end", time, name)`` when a
+    ``tl::op`` range ends. A mapping (``at::MapAllocator``) reports its allocation with a running total of 0; the
+    CPU allocator's running total includes the block just allocated.
     """
     flat: list[tuple] = []
     append = flat.append
@@ -579,15 +783,16 @@ def _flatten(tree) -> list[tuple]:
             if event.tag == allocation:
                 fields = event.extra_fields
                 if fields.device.type == "cpu":  # a CUDA allocation in the block is not the CPU's
-                    append(("alloc", fields.ptr, fields.alloc_size, ops, innermost))
+                    mapped = fields.total_allocated == 0
+                    append(("alloc", event.start_time_ns, fields.ptr, fields.alloc_size, ops, innermost, mapped))
                 continue
             name = event.name
             if name.startswith("tl::"):
-                if name.startswith(("tl::free:", "tl::backward:")):
-                    append(("range", name, ops))
+                if name.startswith(_MARKS):
+                    append(("mark", event.start_time_ns, name, ops))
                     continue
                 walk(event.children, ops + (name,), name)
-                append(("end", name))
+                append(("end", event.end_time_ns, name))
             else:
                 children = event.children
                 if children:
@@ -595,6 +800,24 @@ def _flatten(tree) -> list[tuple]:
 
     walk(tree, (), "")
     return flat
+
+
+def _with_frees_elsewhere(events: list[tuple], frees_elsewhere, free_prefix: str) -> list[tuple]:
+    """The events with the frees made in other threads put in by their time (as marks between two ops)."""
+    if not frees_elsewhere:
+        return events
+    times, latest = [], 0
+    for event in events:  # an "end" entry carries its range's end: keep the order of the list
+        latest = max(latest, event[1])
+        times.append(latest)
+    merged, start = [], 0
+    for moment, index in sorted(frees_elsewhere):
+        position = bisect.bisect_right(times, moment, lo=start)
+        merged.extend(events[start:position])
+        merged.append(("mark", moment, f"{free_prefix}{index}", (), True))
+        start = position
+    merged.extend(events[start:])
+    return merged
 
 
 def _made_and_dropped_by_the_watcher(events: list[tuple]) -> set[int]:
@@ -608,8 +831,8 @@ def _made_and_dropped_by_the_watcher(events: list[tuple]) -> set[int]:
     found = set()
     for index, event in enumerate(events[:-1]):
         after = events[index + 1]
-        if event[0] == after[0] == "alloc" and event[2] > 0 and event[4].startswith(_COMPILED_REGION):
-            if after[1] == event[1] and after[2] == -event[2] and after[4] == event[4]:
+        if event[0] == after[0] == "alloc" and event[3] > 0 and event[5].startswith(_COMPILED_REGION):
+            if after[2] == event[2] and after[3] == -event[3] and after[5] == event[5]:
                 found.update((index, index + 1))
     return found
 
@@ -619,11 +842,38 @@ class _CpuBlock:
 
     def __init__(self):
         self.block_id = next(_block_ids)
-        self.namer = _CpuOpNamer(self.block_id)
+        # Before the profiler starts: the storages whose frees it cannot report. Young garbage from before the
+        # block (a cycle of objects holding tensors) is collected first: it would otherwise be freed in the block
+        # whenever a collection of the young generations happens to run there.
+        before = live_storages(collect_young_garbage=True)
+        self.graphs_capped = before.capped
+        self.namer = _CpuOpNamer(self.block_id, before)
+        del before
+        self.generations = GenerationsWatch()
+        self.found_at_end: list[tuple[int, int]] = []  # (address, bytes) of storages first found at the end
+        self.unreported_bytes = 0  # what the replay counted from marks and the end, not from allocator events
+        self.uncertain_bytes = 0  # what the replay could not count (see _CpuOpNamer.uncertain_frees)
         self.events: list[tuple] = []
         self.threads_before = set(threading.enumerate())
         self.threads_started: list[str] = []
+        # Another thread can hand the block memory only if there is one. With none, a storage the block's thread
+        # did not see allocated is one from before the block that only C++ held: neither end of it counts.
+        self.other_threads = len(self.threads_before) > 1
         self.taken_over = False  # a profiler started inside the block took the events
+
+    def finish(self) -> None:
+        """At the end of the block, before the profiler stops: storages moved outside any op, and storages
+        alive now that the block's thread never saw (another thread made them and no op here used them)."""
+        self.namer.recheck()
+        self.other_threads = self.other_threads or bool(self.threads_started) or threading.active_count() > 1
+        if not self.other_threads:
+            return
+        watched = self.namer.watched()
+        found = self.generations.made_since()
+        for key, storage in found.storages.items():
+            nbytes = _allocator_bytes(storage)
+            if key not in watched and nbytes:
+                self.found_at_end.append((storage.data_ptr(), nbytes))
 
     def _op_running(self, enclosing_ops: tuple) -> int | None:
         """The index of this block's op an event happened in, or None between ops."""
@@ -632,51 +882,122 @@ class _CpuBlock:
                 return int(name[len(self.namer.op_prefix) :])
         return None
 
+    def _placed_after_allocation(self, events: list[tuple]) -> dict[int, list[int]]:
+        """Frees of moved blocks, by the position of the event that allocated the new block.
+
+        ``share_memory_()`` swaps a storage's block outside any op, and the namer sees it only later (at the next
+        op that uses the storage, or at the end of the block). The allocator freed the old block when the new one
+        was made: the last allocation of the new block's address before the mark.
+        """
+        last_allocation: dict[int, int] = {}
+        placed: dict[int, list[int]] = {}
+        free_prefix = self.namer.free_prefix
+        for position, event in enumerate(events):
+            if event[0] == "alloc" and event[3] > 0:
+                last_allocation[event[2]] = position
+            elif event[0] == "mark" and event[2].startswith(free_prefix):
+                index = int(event[2][len(free_prefix) :])
+                moved_to = self.namer.frees[index][3]
+                if moved_to is not None and moved_to in last_allocation:
+                    placed.setdefault(last_allocation[moved_to], []).append(index)
+        return placed
+
+    def _free(self, ledger: _Ledger, index: int, elsewhere: bool) -> None:
+        """A watched storage's block went away (``namer.frees[index]``)."""
+        address, nbytes, from_before, _, source = self.namer.frees[index]
+        if from_before:
+            ledger.free_from_before(address, nbytes, source)
+        elif ledger.holds(address) and (elsewhere or ledger.source_of(address) in _FREES_NOT_REPORTED):
+            # The profiler reports the free of a block it saw allocated, unless another thread freed it.
+            ledger.free(address)
+
     def replay(self, ledger: _Ledger) -> list[tuple[str, int]]:
         """Adds up the events in ``ledger``; returns the timeline."""
-        op_prefix, free_prefix = self.namer.op_prefix, self.namer.free_prefix
-        backward_prefix, in_backward_of_op = self.namer.backward_prefix, self.namer.phases.of_ops
+        namer = self.namer
+        op_prefix, free_prefix, seen_prefix = namer.op_prefix, namer.free_prefix, namer.seen_prefix
+        backward_prefix, in_backward_of_op = namer.backward_prefix, namer.phases.of_ops
         backward_passes: set[str] = set()  # the backward passes started and not yet ended
         ledger.in_backward = lambda: bool(backward_passes)
-        ever_allocated: set[int] = set()
+        events = _with_frees_elsewhere(self.events, namer.frees_elsewhere, free_prefix)
+        placed = self._placed_after_allocation(events)
+        placed_frees = {index for indexes in placed.values() for index in indexes}
+        dropped_at_once = _made_and_dropped_by_the_watcher(events)
+        watchers_own: set[int] = set()  # addresses of the watcher's own blocks still allocated
+        freed_by_their_events: list[tuple[int, int]] = []  # blocks from before the block, freed, as reported
+        uncertain_sizes = dict(namer.uncertain_frees)  # address -> size (see _CpuOpNamer.uncertain_frees)
         timeline: list[tuple[str, int]] = []
         allocated_outside_ops = False  # since the last op: shown with the next op, or in a last entry
-        dropped_at_once = _made_and_dropped_by_the_watcher(self.events)
-        for index, event in enumerate(self.events):
+        for position, event in enumerate(events):
             kind = event[0]
             if kind == "alloc":
-                _, address, size, enclosing_ops, innermost = event
+                _, _, address, size, enclosing_ops, innermost, mapped = event
                 if size > 0 and (innermost == _PYTHON_DISPATCH or innermost.startswith("tl::op:")):
-                    continue  # the watcher's own, see _PYTHON_DISPATCH
-                if index in dropped_at_once:
+                    watchers_own.add(address)  # see _PYTHON_DISPATCH
+                    continue
+                if position in dropped_at_once:
                     continue  # see _made_and_dropped_by_the_watcher
                 ledger.running = self._op_running(enclosing_ops)
+                source = "mapping" if mapped else "CPU allocator"
                 if size > 0:
-                    ledger.allocate(address, size)
-                    ever_allocated.add(address)
+                    if ledger.holds(address):  # its free was never reported (another thread's): it is gone
+                        ledger.free(address)
+                    ledger.allocate(address, size, source)
                     if ledger.running is None:
                         allocated_outside_ops = True
-                elif ledger.holds(address):  # frees of blocks from before the block are counted from the namer
+                    for index in placed.get(position, ()):
+                        self._free(ledger, index, elsewhere=False)
+                elif address in watchers_own:
+                    watchers_own.discard(address)
+                elif ledger.holds(address):
                     ledger.free(address)
-            elif kind == "range":
-                if event[1].startswith(free_prefix):
-                    address, nbytes = self.namer.frees[int(event[1][len(free_prefix) :])]
-                    # A block from before the block held its address all along: no allocation here reused it.
-                    if address not in ever_allocated:
-                        ledger.running = self._op_running(event[2])
-                        ledger.free_from_before(address, nbytes)
-                elif event[1].startswith(backward_prefix):
-                    edge, task = event[1][len(backward_prefix) :].split(":")
+                elif address not in namer.before_addresses:
+                    # A block from before the block that the profiler knows (a mapping, or a block allocated while
+                    # an earlier profiler ran) and no watched storage counted. The size is the allocator's record,
+                    # which can be stale (a block it recorded, freed while no profiler ran, its address used again):
+                    # a storage seen dying at that address, whose size is known, gives the size instead.
+                    size = uncertain_sizes.pop(address, -size)
+                    ledger.free_from_before(address, size, source)
+                    freed_by_their_events.append((address, size))
+            elif kind == "mark":
+                name = event[2]
+                if name.startswith(free_prefix):
+                    index = int(name[len(free_prefix) :])
+                    if index not in placed_frees:
+                        ledger.running = self._op_running(event[3])
+                        self._free(ledger, index, elsewhere=len(event) > 4)
+                elif name.startswith(seen_prefix):
+                    address, nbytes, source = namer.seen[int(name[len(seen_prefix) :])]
+                    # No allocator event: not the CPU allocator of this thread (see other_threads).
+                    if not ledger.holds(address) and (self.other_threads or source == "pinned"):
+                        ledger.running = self._op_running(event[3])
+                        ledger.allocate(address, nbytes, "another thread" if source != "pinned" else source)
+                        if source != "pinned":
+                            self.unreported_bytes += nbytes
+                        if ledger.running is None:
+                            allocated_outside_ops = True
+                elif name.startswith(backward_prefix):
+                    edge, task = name[len(backward_prefix) :].split(":")
                     (backward_passes.add if edge == "start" else backward_passes.discard)(task)
-            elif event[1].startswith(op_prefix):
+            elif event[2].startswith(op_prefix):
                 allocated_outside_ops = False
                 ledger.op_ended()
-                index = int(event[1][len(op_prefix) :])
+                index = int(event[2][len(op_prefix) :])
                 if not in_backward_of_op[index][1]:  # no backward runs on this thread (one that raised has no end)
                     backward_passes.clear()
-                timeline.append((self.namer.names[index], ledger.current))
+                timeline.append((namer.names[index], ledger.current))
         ledger.running = None
-        if allocated_outside_ops:
+        for address, nbytes in self.found_at_end:
+            if not ledger.holds(address) and address not in watchers_own:
+                ledger.allocate(address, nbytes, "another thread")
+                self.unreported_bytes += nbytes
+                allocated_outside_ops = True
+        self.uncertain_bytes = sum(
+            nbytes
+            for address, nbytes in namer.uncertain_frees
+            if not any(start <= address < start + size for start, size in freed_by_their_events)
+        )
+        # A block that ran no op but freed memory from before it (``del x``) gets an entry for those frees too.
+        if allocated_outside_ops or (not timeline and ledger.current != 0):
             ledger.op_ended()
             timeline.append((OUTSIDE_ANY_OP, ledger.current))
         return timeline
@@ -836,8 +1157,38 @@ def _unseen_threads(block: _CpuBlock) -> list[str]:
     several = len(names) > 1
     return [
         f"{len(names)} thread{'s' if several else ''} started in the block ({', '.join(names)}): the profiler "
-        f"records only the thread that runs the block, so {'their' if several else 'its'} allocations are not "
-        "counted"
+        f"records only the thread that runs the block, so what {'they' if several else 'it'} allocated and freed "
+        "by {0} is not counted".format("themselves" if several else "itself")
+    ]
+
+
+def _unseen_unreported(block: _CpuBlock) -> list[str]:
+    if not block.unreported_bytes or block.taken_over:  # then the profiler's own line says why
+        return []
+    return [
+        f"{format_bytes(block.unreported_bytes)} that the block's thread did not see allocated (another thread "
+        "made them, e.g. a thread pool made before the block) are counted from when this thread first used them, "
+        "or from the end of the block: the peak can be off by that much, and what other threads allocated and "
+        "freed by themselves is not counted"
+    ]
+
+
+def _unseen_uncertain(block: _CpuBlock) -> list[str]:
+    if not block.uncertain_bytes:
+        return []
+    return [
+        f"{format_bytes(block.uncertain_bytes)} of tensors from before the block were freed in it whose memory "
+        "PyTorch's CPU allocator may or may not own (torch.load's and a tensor's after x.numpy() it does, "
+        "torch.from_numpy's NumPy does; Python cannot tell them apart): not counted"
+    ]
+
+
+def _unseen_graphs(block: _CpuBlock) -> list[str]:
+    if not block.graphs_capped:
+        return []
+    return [
+        f"the autograd graphs alive when the block started have more than {MAX_GRAPH_NODES:,} nodes: tensors "
+        "saved in the nodes past that were not watched, so their frees in the block (if any) are not counted"
     ]
 
 
@@ -846,7 +1197,8 @@ def _unseen_profiler(block: _CpuBlock) -> list[str]:
         return []
     return [
         "a profiler was started inside the block and took over the allocator's events: the figures miss "
-        "what happened before it stopped (start torch.profiler outside the block instead)"
+        "what happened before it stopped, except the storages an op used after it or still alive at the end, "
+        "counted from then (start torch.profiler outside the block instead)"
     ]
 
 
@@ -895,13 +1247,24 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
     On the CPU the figures add up the CPU allocator's own events, read from PyTorch's profiler
     (``profile_memory=True``): every allocation and free of the thread that runs the block, the scratch memory
     of kernels included, so ``peak`` is the allocator's high-water mark for the block. The CPU allocator does
-    not round: a tensor counts its ``untyped_storage().nbytes()``. The frees of memory allocated before the block
-    are counted when an op of the block used that storage (the profiler cannot see them). Not counted, on the
-    CPU: allocations in other threads (threads started in the block are named in ``.unseen``; a thread pool made
-    before the block is not even detected), memory no PyTorch allocator made (NumPy arrays, shared memory), a
-    storage from before the block freed without any op of the block touching it (``del x``), and all but the
-    storages ops return when a profiler was already running (``.unseen`` says so). C++ lines printed to file
-    descriptor 2 during the block are passed on when it ends (the profiler's own lines are dropped).
+    not round: a tensor counts its ``untyped_storage().nbytes()``. Memory from before the block that the block
+    frees counts where it is freed, op or no op: the old gradients ``optimizer.zero_grad()`` drops, the previous
+    output of ``out = model(x)``, a name bound again, ``del x`` (the storages alive at the start are watched; the
+    profiler alone cannot report those frees). Also counted: shared-memory and file mappings (``share_memory_()``,
+    DataLoader worker batches, ``torch.load(mmap=True)``), at their full size when mapped, whether or not their
+    pages are in RAM; pinned memory from CUDA's host allocator when CUDA is present (``pin_memory()``,
+    ``save_on_cpu(pin_memory=True)``), as the same code counts on a machine without CUDA; and what another thread
+    made that the block's thread uses or keeps, from that moment (``.unseen`` gives those bytes). A
+    ``torch.compile``d function runs compiled in the block, and stays compiled after it. Not counted, on the CPU:
+    what other threads allocate and free by themselves (threads started in the block are named in ``.unseen``;
+    work given to a thread pool made before the block leaves no trace unless the block's thread sees its
+    memory), memory no PyTorch allocator made (NumPy arrays), the free of a tensor from before the block that
+    Python cannot tell to be the allocator's (``torch.from_numpy``, ``torch.load``, after ``x.numpy()``: ``.unseen``
+    gives the bytes), and all but the storages ops return when a profiler was already running (``.unseen`` says
+    so). The module docstring has the details. C++ lines printed to file descriptor 2 during the block are passed
+    on when it ends (the profiler's own lines are dropped). Its own bookkeeping is Python memory (a weak reference
+    and a few numbers for each storage alive when the block starts), which ``tracemalloc`` sees: start
+    ``tracemalloc`` inside the block to leave it out.
 
     On CUDA they are differences of ``torch.cuda.memory_allocated()`` and ``max_memory_allocated()``, which count
     the caching allocator's blocks, not the tensors' bytes: in torch 2.13 (``c10/cuda/CUDACachingAllocator.cpp``,
@@ -956,17 +1319,25 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
     block = _CpuBlock()
     _open_cpu_block(block)
     try:
-        with block.namer:
+        with block.namer, block.generations:
             yield report
     finally:
-        block.namer.recheck()
-        block.namer.stop()
-        _close_cpu_block(block)
+        try:
+            block.finish()
+        finally:
+            block.namer.stop()
+            _close_cpu_block(block)
         ledger = _Ledger()
         timeline = block.replay(ledger)
         report.allocated, report.peak = ledger.current, ledger.peak
         _finish_report(report, ledger, block.namer.phases, timeline, lambda tensor: tensor.untyped_storage().data_ptr())
-        report.unseen = tuple(_unseen_threads(block) + _unseen_profiler(block))
+        report.unseen = tuple(
+            _unseen_threads(block)
+            + _unseen_unreported(block)
+            + _unseen_uncertain(block)
+            + _unseen_graphs(block)
+            + _unseen_profiler(block)
+        )
 
 
 def _measure_aten_outputs(device):
@@ -984,5 +1355,5 @@ def _measure_aten_outputs(device):
         report.unseen = (
             "a profiler was already running on this thread, so the CPU allocator's events could not be read: "
             "only the storages that aten ops return are counted (not kernels' scratch memory, not storage made "
-            "without an aten op, not other threads)",
+            "without an aten op or by compiled code, not other threads)",
         )

@@ -619,7 +619,8 @@ def cuda_memory_summary(requested, allocated, reserved, driver=None, *, source: 
     driver_text = (
         "not known here (the CUDA context and other processes are not measured)"
         if driver is None
-        else f"{format_bytes(driver)} (+{format_bytes(driver - reserved)}: the CUDA context and other processes)"
+        else f"{format_bytes(driver)} (+{format_bytes(driver - reserved)}: more the driver gave out meanwhile: a CUDA "
+        "context, libraries' workspaces, other processes)"
     )
     return (
         f"{source}: the tensors {format_bytes(requested)}; allocated {format_bytes(allocated)} "
@@ -664,7 +665,7 @@ def cuda_memory_scene(requested, allocated, reserved, driver=None, *, source: st
         note = f"{format_bytes(reserved)} + the CUDA context and other processes: not measured here"
     else:
         pieces = [("tensors", "cuda-tensors", reserved * scale), ("rest", "cuda-driver", (driver - reserved) * scale)]
-        note = f"{format_bytes(driver)}: + {format_bytes(driver - reserved)} context and other processes"
+        note = f"{format_bytes(driver)}: + {format_bytes(driver - reserved)} more the driver gave out"
     rows.append(("driver", pieces, note))
     items = [Text(LEFT / 2, TOP, source, "title", id="cuda-source")]
     y, notes_right = TOP + FONT + 14, 0.0

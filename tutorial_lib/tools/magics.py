@@ -21,7 +21,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 
 from ..common.text import plural
 from ..facts.inplace_watch import watch_inplace, without_library_frames
-from ..facts.memory import format_bytes, measure_memory
+from ..facts.memory import OUTSIDE_ANY_OP, format_bytes, measure_memory
 
 
 @magics_class
@@ -95,15 +95,14 @@ def _display_explanation(explanation) -> None:
 def _display_memory(report, plot: bool) -> None:
     from IPython.display import display
 
+    operations = sum(name != OUTSIDE_ANY_OP for name, _ in report.timeline)
     text = (
         f"memory ({report.device}): allocated {format_bytes(report.allocated)}, "
-        f"peak {format_bytes(report.peak)}, {plural(len(report.timeline), 'op')}"
+        f"peak {format_bytes(report.peak)}, {plural(operations, 'op')}"
     )
     unseen = list(getattr(report, "unseen", ()))
-    if not report.timeline and report.device.type == "cpu":
-        unseen.append("frees of tensors from before the cell that no op of the cell used (del x)")
     if unseen:
-        text += "\nnot counted: " + "; ".join(unseen)
+        text += "\nunseen: " + "; ".join(unseen)
     display({"text/plain": text}, raw=True)
     if plot and report.timeline:
         import matplotlib.pyplot as plt
