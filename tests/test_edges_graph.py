@@ -32,6 +32,7 @@ from tests.test_graph import (
     versions_in,
 )
 from tutorial_lib import autograd_graph, inplace_hazards
+from tutorial_lib.common.text import plural
 from tutorial_lib.pictures.scene import visible
 
 OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
@@ -615,7 +616,7 @@ def test_tensors_kept_on_ctx_are_said_to_be_held_after_backward():
     ]
     assert [s.state for s in node.saved] == ["freed"]
     held = held_by_graph(graph)
-    assert held.nbytes == 8_000_000 and held.freed == 1
+    assert held.nbytes == 8_000_000 and (held.freed, held.freed_custom) == (0, 1)  # its saved_tensors: count unknown
     summary = tl.draw_graph(loss).summary
     assert "2 tensors kept on ctx (KeepOnCtxBackward ctx.result, KeepOnCtxBackward ctx.parts[0])" in summary
     assert "backward() does not free them" in summary and "memory still held by the graph: 7.63 MiB" in summary
@@ -624,6 +625,42 @@ def test_tensors_kept_on_ctx_are_said_to_be_held_after_backward():
 
     gc.collect()
     assert all(ref.expired() for ref in refs)  # the graph was what held them
+
+
+class ExpOnCtx(torch.autograd.Function):
+    """Saves nothing with save_for_backward: its result is kept on ctx only (the backward deep dive's example)."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.result = t.exp()
+        return ctx.result.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.result
+
+
+@pytest.mark.parametrize("function", [ExpOnCtx, KeepOnCtx])
+def test_freed_counts_only_saved_tensors_autograd_names(function):
+    """A custom Function's saved tensors cannot be counted once freed (``_raw_saved_tensors`` raises): the summary
+    counted one "saved tensor" for ExpOnCtx, which saved none. Ground truth: what each node saved, read before
+    backward (``_saved_*`` of built-in nodes, ``_raw_saved_tensors`` of the custom one), and freed after."""
+    from tutorial_lib.facts.graph import held_by_graph
+
+    w = torch.tensor(0.5, requires_grad=True)
+    loss = function.apply(torch.randn(1000) * w).sum()
+    nodes = nodes_of(loss)
+    custom = [fn for fn in nodes if isinstance(fn, torch.autograd.function.BackwardCFunction)]
+    built_in = sum(len(saved_given(fn)) for fn in nodes if fn not in custom)
+    custom_saved = sum(len(fn._raw_saved_tensors) for fn in custom)
+    loss.backward()
+    assert all(value is None for fn in nodes for value in saved_given(fn).values())  # all freed
+    summary = tl.draw_graph(loss).summary
+    assert f"{plural(built_in + 1, 'saved tensor')} already freed" not in summary  # the old count, wrong for ExpOnCtx
+    assert f"{plural(built_in, 'saved tensor')} and whatever 1 custom Function node saved" in summary
+    assert custom_saved == (1 if function is KeepOnCtx else 0) and "kept on ctx" in summary
+    held = held_by_graph(autograd_graph(loss))
+    assert (held.freed, held.freed_custom) == (built_in, len(custom))
 
 
 def test_a_graph_before_backward_frees_nothing_and_says_nothing_still_held():

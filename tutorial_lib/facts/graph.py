@@ -1106,7 +1106,10 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
 class HeldByGraph:
     """What a graph snapshot still holds once ``backward()`` has run through part of it (``held_by_graph``).
 
-    ``freed`` counts the saved tensors backward freed. ``saved`` lists ``(node name, SavedTensor)`` for every saved
+    ``freed`` counts the saved tensors backward freed that the graph names (a built-in node's ``self``, ``result``
+    ...). ``freed_custom`` counts the custom Function nodes whose ``saved_tensors`` backward freed: how many tensors
+    each had saved (none, for one that only kept tensors on ``ctx``) cannot be read once freed, so they are not in
+    ``freed``. ``saved`` lists ``(node name, SavedTensor)`` for every saved
     tensor still held, readable and not freed: their nodes are the ones backward has not run through
     (``backward(inputs=...)`` and ``torch.autograd.grad(out, some_inputs)`` run only the nodes on the way to those
     inputs). ``kept`` lists ``(node name, KeptTensor)`` for every tensor a custom Function keeps on ``ctx``: no
@@ -1118,6 +1121,7 @@ class HeldByGraph:
     saved: tuple[tuple[str, SavedTensor], ...]
     kept: tuple[tuple[str, KeptTensor], ...]
     nbytes: int
+    freed_custom: int = 0
 
 
 def held_by_graph(graph: Graph) -> HeldByGraph:
@@ -1128,7 +1132,10 @@ def held_by_graph(graph: Graph) -> HeldByGraph:
         TypeError: ``graph`` is not a Graph.
     """
     require_type(graph, Graph, "graph", "a Graph from autograd_graph")
-    freed = sum(1 for node in graph.nodes for saved in node.saved if saved.freed)
+    freed_items = [saved for node in graph.nodes for saved in node.saved if saved.freed]
+    # a custom Function's freed saved_tensors is one entry whatever it had saved: autograd refuses to say how many
+    freed_custom = sum(1 for saved in freed_items if _is_freed_custom_entry(saved))
+    freed = len(freed_items) - freed_custom
     saved = tuple(
         (node.name, item)
         for node in graph.nodes
@@ -1140,7 +1147,13 @@ def held_by_graph(graph: Graph) -> HeldByGraph:
     for _, item in saved + kept:
         if item.storage_nbytes is not None:
             storages[item.placement[0] if item.placement else id(item)] = item.storage_nbytes
-    return HeldByGraph(freed, saved, kept, sum(storages.values()))
+    return HeldByGraph(freed, saved, kept, sum(storages.values()), freed_custom)
+
+
+def _is_freed_custom_entry(saved: SavedTensor) -> bool:
+    """Whether ``saved`` is the one entry ``_saved_by_custom_function`` gives a custom Function whose saved tensors
+    backward freed (their number is no longer readable: ``_raw_saved_tensors`` raises)."""
+    return saved.freed and saved.attribute == "saved_tensors" and saved.shape is None
 
 
 def custom_function_saver(node: str, attribute: str) -> str | None:

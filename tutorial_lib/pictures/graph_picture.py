@@ -272,8 +272,12 @@ def held_texts(held: HeldByGraph) -> list[str]:
     """What a graph still holds, in words for a summary: the saved tensors backward freed and those it has not, and
     the tensors custom Functions keep on ctx (none of it when there is nothing to say)."""
     texts = []
-    if held.freed:
-        text = f"{plural(held.freed, 'saved tensor')} already freed by backward()"
+    if held.freed or held.freed_custom:
+        freed = [plural(held.freed, "saved tensor")] if held.freed else []
+        if held.freed_custom:  # how many tensors such a node saved is not readable once freed: not counted
+            nodes = "custom Function node" if held.freed_custom == 1 else "custom Function nodes"
+            freed.append(f"whatever {held.freed_custom} {nodes} saved (how many tensors is not known once freed)")
+        text = f"{' and '.join(freed)} already freed by backward()"
         if held.saved:  # backward ran through part of the graph only: backward(inputs=...), autograd.grad
             names = [name for name, _ in held.saved]
             by = "a node" if len(set(names)) == 1 else "nodes"
@@ -290,7 +294,7 @@ def held_texts(held: HeldByGraph) -> list[str]:
             f"{plural(len(held.kept), 'tensor')} kept on ctx ({listed}{more}): backward() does not free {it}; "
             f"{lives} as long as the graph"
         )
-    if held.freed and (held.saved or held.kept):
+    if (held.freed or held.freed_custom) and (held.saved or held.kept):
         texts.append(f"memory still held by the graph: {_bytes_text(held.nbytes)} of storage")
     elif held.kept:
         texts.append(f"kept on ctx: {_bytes_text(sum(item.storage_nbytes or 0 for _, item in held.kept))} of storage")
