@@ -75,10 +75,16 @@ def test_html_has_the_report_headers_and_one_row_per_expression():
         ("x.add_(1)", "in-place", "✎ in-place"),
         ("x.contiguous()", "same tensor", "= same tensor"),
         ("x.shape", "not a tensor", "– not a tensor"),
+        ("x.data", "alias", "🔗 alias"),
+        ("x.grad", "existing memory", "↩ existing memory"),
     ],
 )
 def test_every_verdict_is_a_word_with_its_own_mark(expression, verdict, mark):
-    table = op_table([expression], x=torch.arange(6.0).view(2, 3))
+    x = torch.arange(6.0).view(2, 3)
+    if expression == "x.grad":  # memory x holds, not x's own
+        x.requires_grad_()
+        (x * 2).sum().backward()
+    table = op_table([expression], x=x)
     assert table.report[0].verdict == verdict
     (cells,) = body_rows(table)
     assert cell_text(cells[1]) == mark == verdict_word(cells[1])
@@ -86,7 +92,7 @@ def test_every_verdict_is_a_word_with_its_own_mark(expression, verdict, mark):
 
 def test_the_marks_differ_per_verdict():
     x = torch.arange(6.0).view(2, 3)
-    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape"], x=x)
+    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape", "x.data"], x=x)
     marks = [verdict_word(cells[1]) for cells in grid(table)]
     assert len({mark.split()[0] for mark in marks}) == len(marks)
 

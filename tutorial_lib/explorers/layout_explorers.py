@@ -18,7 +18,7 @@ The pictures link what belongs together with CSS alone (``hover_css``: no JavaSc
 a tensor's grid outlines the storage cell it reads, its cell in the tensor's row and its address-table row, and
 hovering a cell or a table row outlines the elements reading it.
 
-The view/copy explorer shows its verdict as a large VIEW / COPY / IN-PLACE badge (colour and word, with a
+The view/copy explorer shows its verdict as a large VIEW / ALIAS / COPY / IN-PLACE badge (colour and word, with a
 sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
 For a copy it says which of ``x``'s storage cells holds each element's value, and hovering links them.
 """
@@ -456,14 +456,16 @@ class StrideExplorer(Explorer):
 
 
 #: How the view/copy explorer's badge shows each verdict: (word, background, text colour, what the sentence
-#: beside it says after the expression). The colours are the course palette's verdicts (view blue, copy orange,
-#: in-place vermilion, storage grey), told apart with every common colour vision; the word and the sentence
+#: beside it says after the expression). The colours are the course palette's verdicts (view blue, alias teal, copy
+#: orange, in-place vermilion, storage grey), told apart with every common colour vision; the word and the sentence
 #: say it without colour.
 VERDICT_BADGES = {
     "view": ("VIEW", palette.VIEW, palette.PAPER, "is a view of x"),
+    "alias": ("ALIAS", palette.ALIAS, palette.PAPER, "shares x's memory but not its version counter"),
     "copy": ("COPY", palette.COPY, palette.INK, "is a copy"),
     "in-place": ("IN-PLACE", palette.STALE, palette.PAPER, "changes x in place"),
     "same tensor": ("SAME TENSOR", palette.STORAGE, palette.INK, "returns x itself"),
+    "existing memory": ("EXISTING", palette.PAPER, palette.INK, "returns memory x held before, not x's own"),
 }
 #: What the view/copy explorer's "compare with" dropdown shows when nothing is compared.
 NO_COMPARISON = "nothing"
@@ -618,7 +620,7 @@ def _temporaries(row: OpRow) -> str:
 
 
 def verdict_html(outcome: OperationOutcome) -> str:
-    """A large VIEW / COPY / IN-PLACE badge (colour and word) and the facts behind it, as HTML.
+    """A large VIEW / ALIAS / COPY / IN-PLACE badge (colour and word) and the facts behind it, as HTML.
 
     The badge's sentence says the verdict in words too, for screen readers and for readers without colour.
     A failed outcome is its ⚠ message.

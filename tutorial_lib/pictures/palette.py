@@ -6,7 +6,8 @@ Every picture's style sheet takes its colours from here, so a colour means the s
   layout, its chip in a graph. These light tints are used for nothing else;
 - ``STALE`` (vermilion) means "changed after it was saved / written in place / an error backward raises": hazard
   borders, in-place edges, errors, IN-PLACE badges;
-- ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables;
+- ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables; ``ALIAS``
+  (teal) the third: the input's memory without its version counter (``x.data``, ``copy.copy(x)``);
 - ``STORAGE`` and the greys are storage cells, frames and unread or unknown cells;
 - ``MEMORY_KINDS`` colour the bands of memory pictures (parameters, gradients, ...).
 
@@ -32,6 +33,7 @@ PAPER = "#ffffff"
 STALE = "#cc3311"  # Tol vibrant red
 VIEW = "#0077bb"  # Tol vibrant blue
 COPY = "#ee7733"  # Tol vibrant orange
+ALIAS = "#009988"  # Tol vibrant teal
 
 #: Light tints for tensors (Tol's "light" scheme, then "pale"): twelve before one repeats.
 TENSOR_TINTS = (

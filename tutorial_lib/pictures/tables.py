@@ -13,17 +13,19 @@ import itertools
 
 from ..common.checks import require_type
 from ..common.text import plural
-from ..facts.ops import OpReport, view_or_copy
-from .palette import COPY, INK, STALE, tint
+from ..facts.ops import OpReport, expression_items, view_or_copy
+from .palette import ALIAS, COPY, INK, STALE, tint
 from .scene import FAMILIES
 
-#: Each verdict's mark, its plural in the caption, and its look: row tint, left bar and verdict colour
-#: (Okabe-Ito orange for copies, reddish purple for in-place writes: told apart with any colour vision).
+#: Each verdict's mark, its plural in the caption, and its look: row tint, left bar and verdict colour (the
+#: palette's: orange for copies, vermilion for in-place writes, teal for aliases: told apart with any colour vision).
 _VERDICTS = {
     "view": ("👁 view", "view", "views", "", "", "#1a1a1a"),
+    "alias": ("🔗 alias", "alias", "aliases", tint(ALIAS, 0.2), f"4px solid {ALIAS}", INK),
     "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2), f"4px solid {COPY}", INK),
     "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15), f"4px solid {STALE}", STALE),
     "same tensor": ("= same tensor", "same-tensor result", "same-tensor results", "", "", "#1a1a1a"),
+    "existing memory": ("↩ existing memory", "existing-memory result", "existing-memory results", "", "", "#1a1a1a"),
     "not a tensor": ("– not a tensor", "non-tensor result", "non-tensor results", "", "", "#666666"),
 }
 #: Tables with more rows than this scroll inside a box ``SCROLL_BOX_ROWS`` rows high, under a header that stays.
@@ -130,10 +132,12 @@ def op_table(report_or_expressions, **tensors) -> OpTable:
         An ``OpTable`` (HTML in Jupyter, plain text with ``print``).
 
     Raises:
-        TypeError / ValueError: as ``view_or_copy`` for bad expressions or tensors.
+        TypeError / ValueError: as ``view_or_copy`` for bad expressions (naming ``report_or_expressions``) or
+            tensors.
     """
     if isinstance(report_or_expressions, OpReport):
         if tensors:
             raise ValueError("tensors are only needed with expressions, not with a finished OpReport")
         return OpTable(report_or_expressions)
+    expression_items(report_or_expressions, "report_or_expressions")  # its errors name this function's argument
     return OpTable(view_or_copy(report_or_expressions, **tensors))
