@@ -25,3 +25,17 @@ def truth_map(t):
     for position, index in enumerate(indices):
         found.setdefault(index, []).append(position)
     return {index: tuple(positions) for index, positions in found.items()}
+
+
+def write_moves_counter(result, source: torch.Tensor) -> bool:
+    """Whether writing through ``result`` (a tensor or an array over ``source``'s memory) moves ``source``'s version
+    counter, as autograd's check would see it: the write is made (zeros, under no_grad), the counter read."""
+    import numpy as np
+
+    before = source._version
+    if isinstance(result, np.ndarray):
+        result[...] = 0
+    else:
+        with torch.no_grad():
+            result.zero_()
+    return source._version != before

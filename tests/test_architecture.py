@@ -210,6 +210,8 @@ NAMED_OTHERWISE = {
 #: Test modules that test no one library module, and what they test instead.
 CROSS_CUTTING = {
     "test_architecture.py": "the library's shape (this file)",
+    "test_bad_inputs.py": "odd inputs across the public API: an answer or an error naming an argument that exists",
+    "test_huge_inputs.py": "huge inputs across the public API (10^8 elements, 64 dimensions, 10^5 ops): bounded work",
     "test_browser.py": "every notebook run in JupyterLab in a browser",
     "test_course_budget.py": "`make course-stats` (.ci/course_stats.py): the core path's budget, first screens, links",
     "test_gpu_outputs.py": "`.ci/store_gpu_outputs.py` and `make notebooks` keeping a real GPU's outputs",

@@ -32,6 +32,7 @@ from tests.test_graph import (
     versions_in,
 )
 from tutorial_lib import autograd_graph, inplace_hazards
+from tutorial_lib.common.text import plural
 from tutorial_lib.pictures.scene import visible
 
 OUTPUT_OF = re.compile(r"which is output (\d+) of (\w+),")
@@ -487,3 +488,205 @@ def test_copy_slices_below_a_custom_function_is_reported_with_the_doubt_said(fun
     error = backward_error(out)
     assert (error is None) == (function is ReturnsNoGradient)  # torch: only a returned gradient reaches it
     assert len(hazards) == 1 and any("custom Functions above return a gradient" in u for u in hazards.unseen)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a graph still holds (issue 20, section 3; fact-check #2): backward(inputs=...) and autograd.grad(out,
+# some_inputs) run only the nodes on the way to those inputs, and a custom Function's ctx attributes are never
+# freed. Ground truth: whether autograd still gives a saved tensor (``_saved_*`` raises once freed) and whether
+# its storage is still alive (a weak reference to it, every other reference dropped).
+# ---------------------------------------------------------------------------------------------------------
+
+
+def partial_graph(size: int):
+    """z = x1.exp().sum() + (x2 * 3).sin().sum() + x3.pow(2).sum(), with weak references to the storages its
+    nodes saved that nothing but the graph holds (the exp result, the sin input)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    x1, x2, x3 = (torch.randn(size, requires_grad=True) for _ in range(3))
+    e = x1.exp()
+    m = x2 * 3
+    z = e.sum() + m.sin().sum() + x3.pow(2).sum()
+    refs = {"ExpBackward0": StorageWeakRef(e.untyped_storage()), "SinBackward0": StorageWeakRef(m.untyped_storage())}
+    del e, m
+    return z, (x1, x2, x3), refs
+
+
+def nodes_of(z: torch.Tensor) -> list:
+    """Every backward node of z's graph, by an independent walk of ``next_functions``."""
+    seen, todo, order = set(), [z.grad_fn], []
+    while todo:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        order.append(fn)
+        todo.extend(child for child, _ in fn.next_functions)
+    return order
+
+
+def saved_given(fn) -> dict[str, torch.Tensor | None]:
+    """autograd's own answer for each saved tensor of ``fn``: the tensor it still gives, or None once freed
+    (reading ``_saved_*`` raises "... already been freed")."""
+    given = {}
+    for attribute in dir(fn):
+        if not attribute.startswith("_saved_") or attribute.endswith("_sym_sizes"):
+            continue
+        try:
+            value = getattr(fn, attribute)
+        except RuntimeError as error:
+            assert "freed" in str(error)
+            given[attribute] = None
+            continue
+        if isinstance(value, torch.Tensor):
+            given[attribute] = value
+    return given
+
+
+@pytest.mark.parametrize("run", ["backward(inputs=)", "autograd.grad"])
+@pytest.mark.parametrize("asked", [(0,), (1,), (2,), (0, 2)])
+def test_a_partial_backward_says_which_saved_tensors_are_still_held(run, asked):
+    from tutorial_lib.facts.graph import held_by_graph
+
+    z, leaves, refs = partial_graph(1000)
+    inputs = [leaves[i] for i in asked]
+    if run == "autograd.grad":
+        torch.autograd.grad(z, inputs)
+    else:
+        z.backward(inputs=inputs)
+    truth = {fn.name(): saved_given(fn) for fn in nodes_of(z)}
+    for name, ref in refs.items():  # a saved tensor still given is memory still alive, a freed one is gone
+        assert (not ref.expired()) == all(value is not None for value in truth[name].values())
+    still = sorted(name for name, given in truth.items() if any(value is not None for value in given.values()))
+    freed = sum(value is None for given in truth.values() for value in given.values())
+    storages = {
+        v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
+        for g in truth.values()
+        for v in g.values()
+        if v is not None
+    }
+    held = held_by_graph(autograd_graph(z))
+    assert sorted({name for name, _ in held.saved}) == still and held.freed == freed
+    assert held.nbytes == sum(storages.values())
+    summary = tl.draw_graph(z).summary
+    assert f"{freed} saved tensor{'s' if freed != 1 else ''} already freed by backward()" in summary
+    said = summary.split("did not run through (")[1].split(")")[0]
+    assert sorted(said.split(", ")) == still
+    assert "memory still held by the graph: " in summary
+    # a later pass through the nodes not yet run needs no retain_graph: their saved tensors were kept
+    del truth, held  # they hold the saved tensors they read
+    torch.autograd.grad(z, [leaf for i, leaf in enumerate(leaves) if i not in asked])
+    assert all(ref.expired() for ref in refs.values())
+    assert "still held" not in tl.draw_graph(z).summary
+
+
+class KeepOnCtx(torch.autograd.Function):
+    """Keeps its result as a ctx attribute instead of saving it (fact-check #2's pattern)."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.result = t.exp()
+        ctx.parts = [t * 2, "not a tensor"]
+        ctx.save_for_backward(t)
+        return ctx.result.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (t,) = ctx.saved_tensors
+        return grad * ctx.result + 0 * t
+
+
+def test_tensors_kept_on_ctx_are_said_to_be_held_after_backward():
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    from tutorial_lib.facts.graph import held_by_graph
+
+    w = torch.randn(1000, 1000, requires_grad=True)
+    loss = KeepOnCtx.apply(w).sum()
+    ctx = loss.grad_fn.next_functions[0][0]
+    refs = [StorageWeakRef(ctx.result.untyped_storage()), StorageWeakRef(ctx.parts[0].untyped_storage())]
+    loss.backward()
+    del ctx
+    assert not any(ref.expired() for ref in refs)  # the truth: backward freed saved_tensors, not these
+    graph = autograd_graph(loss)
+    (node,) = graph.find("KeepOnCtxBackward")
+    assert [(k.attribute, k.shape, k.storage_nbytes) for k in node.kept] == [
+        ("ctx.result", (1000, 1000), 4_000_000),
+        ("ctx.parts[0]", (1000, 1000), 4_000_000),
+    ]
+    assert [s.state for s in node.saved] == ["freed"]
+    held = held_by_graph(graph)
+    assert held.nbytes == 8_000_000 and (held.freed, held.freed_custom) == (0, 1)  # its saved_tensors: count unknown
+    summary = tl.draw_graph(loss).summary
+    assert "2 tensors kept on ctx (KeepOnCtxBackward ctx.result, KeepOnCtxBackward ctx.parts[0])" in summary
+    assert "backward() does not free them" in summary and "memory still held by the graph: 7.63 MiB" in summary
+    del graph, node, loss
+    import gc
+
+    gc.collect()
+    assert all(ref.expired() for ref in refs)  # the graph was what held them
+
+
+class ExpOnCtx(torch.autograd.Function):
+    """Saves nothing with save_for_backward: its result is kept on ctx only (the backward deep dive's example)."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.result = t.exp()
+        return ctx.result.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.result
+
+
+@pytest.mark.parametrize("function", [ExpOnCtx, KeepOnCtx])
+def test_freed_counts_only_saved_tensors_autograd_names(function):
+    """A custom Function's saved tensors cannot be counted once freed (``_raw_saved_tensors`` raises): the summary
+    counted one "saved tensor" for ExpOnCtx, which saved none. Ground truth: what each node saved, read before
+    backward (``_saved_*`` of built-in nodes, ``_raw_saved_tensors`` of the custom one), and freed after."""
+    from tutorial_lib.facts.graph import held_by_graph
+
+    w = torch.tensor(0.5, requires_grad=True)
+    loss = function.apply(torch.randn(1000) * w).sum()
+    nodes = nodes_of(loss)
+    custom = [fn for fn in nodes if isinstance(fn, torch.autograd.function.BackwardCFunction)]
+    built_in = sum(len(saved_given(fn)) for fn in nodes if fn not in custom)
+    custom_saved = sum(len(fn._raw_saved_tensors) for fn in custom)
+    loss.backward()
+    assert all(value is None for fn in nodes for value in saved_given(fn).values())  # all freed
+    summary = tl.draw_graph(loss).summary
+    assert f"{plural(built_in + 1, 'saved tensor')} already freed" not in summary  # the old count, wrong for ExpOnCtx
+    assert f"{plural(built_in, 'saved tensor')} and whatever 1 custom Function node saved" in summary
+    assert custom_saved == (1 if function is KeepOnCtx else 0) and "kept on ctx" in summary
+    held = held_by_graph(autograd_graph(loss))
+    assert (held.freed, held.freed_custom) == (built_in, len(custom))
+
+
+def test_a_graph_before_backward_frees_nothing_and_says_nothing_still_held():
+    z, _, _ = partial_graph(10)
+    summary = tl.draw_graph(z).summary
+    assert "freed" not in summary and "still held" not in summary
+    z.backward()
+    summary = tl.draw_graph(z).summary
+    freed = sum(value is None for fn in nodes_of(z) for value in saved_given(fn).values())
+    assert f"{freed} saved tensors already freed by backward()" in summary and "still held" not in summary
+
+
+def test_graph_stepper_says_what_a_custom_function_keeps_on_ctx():
+    setup = (
+        "class Keep(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, t):\n"
+        "        ctx.result = t.exp()\n"
+        "        return ctx.result.clone()\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g * ctx.result\n"
+        "w = torch.ones(3, requires_grad=True)"
+    )
+    stepper = tl.GraphStepper([("apply", "loss = Keep.apply(w).sum()"), ("backward", "loss.backward()")], setup=setup)
+    stepper.step_forward()
+    stepper.step_forward()
+    assert "kept on ctx (backward() does not free them): KeepBackward.ctx.result" in stepper.summary
+    assert "1 tensor kept on ctx (KeepBackward ctx.result): backward() does not free it" in stepper.scene.title

@@ -12,6 +12,8 @@ import re
 import numpy as np
 import pytest
 import torch
+from allocator_truth import allocator_figures
+from ground_truth import write_moves_counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,20 +40,28 @@ def torch_truth(result, x, version_before, values_before):
     """The verdict and held bytes from torch's own facts about ``result`` of an expression on ``x``."""
     if x._version != version_before or not torch.equal(x.detach().resolve_conj().resolve_neg(), values_before):
         return "in-place", None
-    if isinstance(result, np.ndarray):  # x.numpy(): a view when the array is over x's storage
+    if isinstance(result, np.ndarray):  # x.numpy(): over x's storage, with no version counter: an alias
         owner = result
         while isinstance(owner, np.ndarray) and owner.base is not None:
             owner = owner.base
         over_x = isinstance(owner, torch.Tensor) and owner.untyped_storage()._cdata == x.untyped_storage()._cdata
-        return ("view", 0) if over_x else ("copy", result.nbytes)
+        return (_view_or_alias(result, x), 0) if over_x else ("copy", result.nbytes)
     if not isinstance(result, torch.Tensor):
         return "not a tensor", 0
     if result is x:
         return "same tensor", 0
     mine, theirs = result.untyped_storage(), x.untyped_storage()
     if mine._cdata == theirs._cdata or mine.data_ptr() != 0 and mine.data_ptr() == theirs.data_ptr():
-        return "view", 0
+        return _view_or_alias(result, x), 0
     return "copy", result.untyped_storage().nbytes()
+
+
+def _view_or_alias(result, x) -> str:
+    """A result over x's memory: a view when a write through it moves x's version counter, else an alias (an
+    inference tensor has no counter: a view). Writes through ``result``: call it last."""
+    if x.is_inference():
+        return "view"
+    return "view" if write_moves_counter(result, x) else "alias"
 
 
 # ------------------------------------------------------------------------------------- conj and neg bits
@@ -405,7 +415,7 @@ def truth_of(expression: str, x: torch.Tensor):
     except Exception as error:  # noqa: BLE001 - the error itself is the truth to match
         return error
     verdict, held = torch_truth(result, x, version, values_before)
-    if verdict == "view" and expression.split("(")[0].endswith("_"):
+    if verdict in ("view", "alias") and expression.split("(")[0].endswith("_"):
         verdict = "in-place"  # an in-place method (x.data.mul_(1)) that returned x's memory wrote into it
     if isinstance(result, torch.UntypedStorage):
         shares = (
@@ -662,3 +672,177 @@ def test_the_verdict_is_what_torch_does_with_that_very_input(made_as, expression
         assert row.verdict == ("in-place" if writes else "same tensor")
     else:
         assert row.verdict == "view"
+
+
+# --------------------------------------------------------------------- aliases: memory without the counter
+# Issue 20, section 3 (fact-check #4, fuzz W5, W6). A result in x's memory is a view only when it shares x's
+# version counter; x.data, copy.copy(x), x.numpy() and torch.from_numpy(x.numpy()) share the memory but not the
+# counter (the silent wrong gradient chapter 2 warns about): an alias. Ground truth: write through the result and
+# read x's counter.
+
+ALIAS_EXPRESSIONS = (
+    "x.data",
+    "copy.copy(x)",
+    "x.numpy()",
+    "torch.from_numpy(x.numpy())",
+    "torch.as_tensor(x.numpy())",
+    "torch.utils.dlpack.from_dlpack(x)",
+    "torch.empty(0).set_(x)",
+    "torch.empty(0).set_(x.untyped_storage(), x.storage_offset(), x.shape, x.stride())",
+    "torch.autograd.Variable(x)",
+    "x.detach()",
+    "x[1:]",
+    "x.view(torch.int32)",
+    "x.unsqueeze(0).expand(2, -1)",
+    "x.as_strided((2,), (2,))",
+    "torch.as_tensor(x)",
+    "x.unbind()",
+    "x.data[1:]",
+    "x.detach().numpy()[::2]",
+    "torch.from_numpy(x.numpy()[1:])",
+)
+
+
+def alias_inputs():
+    """x made five ways: contiguous, a slice starting inside its storage (W5), a non-leaf, a transposed matrix
+    flattened by a view, a tensor over a NumPy array."""
+    return {
+        "plain": lambda: torch.arange(6.0),
+        "slice": lambda: torch.arange(8.0)[2:],
+        "non-leaf": lambda: torch.arange(6.0, requires_grad=True) * 1,
+        "from numpy": lambda: torch.from_numpy(np.arange(6.0)),
+        "float64 view": lambda: torch.arange(12.0).view(2, 6)[1],
+    }
+
+
+def alias_truth(expression: str, x: torch.Tensor):
+    """ "view" when a write through every output moves ``x``'s version counter, else "alias" (each expression's
+    outputs all lie in x's memory)."""
+    result = eval(expression, {"torch": torch, "np": np, "copy": copy}, {"x": x})
+    if result is x:
+        return "same tensor"
+    parts = list(result) if isinstance(result, tuple) else [result]
+    return "view" if all(write_moves_counter(part, x) for part in parts) else "alias"
+
+
+@pytest.mark.parametrize("kind", list(alias_inputs()))
+@pytest.mark.parametrize("expression", ALIAS_EXPRESSIONS)
+@pytest.mark.parametrize("fresh_inputs", [True, False])
+def test_results_in_x_memory_are_views_exactly_when_they_share_its_version_counter(kind, expression, fresh_inputs):
+    make = alias_inputs()[kind]
+    try:
+        truth = alias_truth(expression, make().detach() if kind != "non-leaf" else make())
+    except (RuntimeError, TypeError, ValueError, BufferError) as error:  # torch refuses it for this x: so does the tool
+        with pytest.raises(type(error)):
+            view_or_copy([expression], fresh_inputs=fresh_inputs, x=make())
+        return
+    x = make()
+    version, values = x._version, x.detach().clone()
+    (row,) = view_or_copy([expression], fresh_inputs=fresh_inputs, x=x)
+    assert row.verdict == truth, (expression, kind)
+    assert row.new_bytes == 0 and row.shares_memory  # in x's memory either way: nothing new kept
+    assert x._version == version and torch.equal(x.detach(), values)  # the instrument changed no counter
+
+
+def test_from_numpy_of_a_slice_is_a_zero_byte_alias():
+    """fuzz W5: the result's storage object starts 8 bytes into x's; it was called 'copy, 16 bytes'."""
+    for expression in (
+        "torch.from_numpy(x.numpy())",
+        "torch.as_tensor(x.numpy())",
+        "torch.utils.dlpack.from_dlpack(x)",
+    ):
+        x = torch.arange(6.0)[2:]
+        figures, result = allocator_figures(lambda: eval(expression, {"torch": torch}, {"x": x}))
+        assert figures.allocated == 0 and result.data_ptr() == x.data_ptr()  # the allocator's truth: no copy
+        for fresh in (True, False):
+            (row,) = view_or_copy([expression], fresh_inputs=fresh, x=torch.arange(6.0)[2:])
+            assert (row.verdict, row.new_bytes, row.total_new_bytes, row.shares_memory) == ("alias", 0, 0, True)
+
+
+# fuzz W6: the fresh copies keep what an expression reads; each row is compared with the same expression run on
+# the input itself (fresh_inputs=False), and with NumPy's or torch's own answer.
+
+
+def owning_array():
+    return np.arange(6.0)
+
+
+def masked():
+    return np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0])
+
+
+def record_array():
+    return np.rec.fromarrays([np.arange(3), np.arange(3.0)], names="a,b")
+
+
+def with_grad():
+    w = torch.ones(3, requires_grad=True)
+    (w * 2).sum().backward()
+    return w
+
+
+@pytest.mark.parametrize(
+    "expression, make, verdict, new_bytes",
+    [
+        ("x.base", owning_array, "not a tensor", 0),  # it owns its data: x.base is None
+        ("x.resize(3, refcheck=False)", owning_array, "in-place", 0),  # only an owner can resize
+        ("x.flags.owndata", owning_array, "not a tensor", 0),
+        ("x.data", masked, "view", 0),
+        ("x.mask", masked, "existing memory", 0),  # the mask existed before: nothing allocated
+        ("x.filled(0)", masked, "copy", 32),
+        ("x.a", record_array, "view", 0),
+        ("x.grad", with_grad, "existing memory", 0),  # the allocator sees 0 bytes
+        ("x.grad.zero_()", with_grad, "in-place", 0),  # writes memory x holds
+        ("x.grad * 2", with_grad, "copy", 12),
+    ],
+)
+def test_fresh_copies_keep_ownership_subclasses_and_grad(expression, make, verdict, new_bytes):
+    rows = [view_or_copy([expression], fresh_inputs=fresh, x=make())[0] for fresh in (True, False)]
+    assert [(r.verdict, r.new_bytes) for r in rows] == [(verdict, new_bytes)] * 2
+    truth = eval(expression, {"np": np, "torch": torch}, {"x": make()})
+    if expression == "x.flags.owndata":
+        assert truth is True
+    if verdict == "existing memory" and isinstance(truth, torch.Tensor):
+        x = make()
+        figures, _ = allocator_figures(lambda: eval(expression, {}, {"x": x}))
+        assert figures.peak == 0  # the allocator's truth: returning it allocates nothing
+
+
+def test_fresh_copy_of_an_owning_array_owns_its_data_and_its_subclass_keeps_its_mask():
+    seen = {}
+
+    def look(x):
+        seen["x"] = x
+        return x
+
+    view_or_copy({"look": look}, x=owning_array())
+    assert seen["x"].base is None and seen["x"].flags.owndata  # as np.arange(6.0) itself
+    view_or_copy({"look": look}, x=masked())
+    assert isinstance(seen["x"], np.ma.MaskedArray) and seen["x"].mask.tolist() == [False, True, False, False]
+    view_or_copy({"look": look}, x=record_array())
+    assert isinstance(seen["x"], np.recarray) and seen["x"].b.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_fresh_copy_of_a_parameter_is_a_parameter_and_torch_says_so():
+    for expression in ("np.copyto(x, 0)", "type(x).__name__"):
+        truth = None
+        try:
+            truth = eval(expression, {"np": np}, {"x": torch.nn.Parameter(torch.ones(3))})
+        except TypeError as error:
+            with pytest.raises(TypeError, match=re.escape(str(error))):  # "... not Parameter", torch's own words
+                view_or_copy([expression], x=torch.nn.Parameter(torch.ones(3)))
+            continue
+        assert truth == "Parameter"
+    seen = {}
+    view_or_copy({"look": lambda x: seen.setdefault("x", x)}, x=torch.nn.Parameter(torch.ones(3)))
+    assert type(seen["x"]) is torch.nn.Parameter and seen["x"].requires_grad and seen["x"].is_leaf
+
+
+def test_fresh_copy_keeps_the_grad_and_its_layout():
+    w = torch.ones(2, 3, requires_grad=True)
+    w.grad = torch.arange(6.0).view(3, 2).t()  # a transposed gradient
+    seen = {}
+    view_or_copy({"look": lambda x: seen.setdefault("x", x)}, x=w)
+    grad = seen["x"].grad
+    assert torch.equal(grad, w.grad) and grad.stride() == w.grad.stride()
+    assert grad.untyped_storage().data_ptr() != w.grad.untyped_storage().data_ptr()  # a copy: w.grad untouched

@@ -577,9 +577,9 @@ def test_freed_after_backward_and_kept_with_retain_graph(program):
     assert backward_error(run.out, retain_graph=True) is None
     kept = autograd_graph(run.out)
     assert kept.nodes[1:] == tuple(
-        GraphNode(n.id, n.name, n.kind, n.label, n.shape, n.saved, n.value, k.grad)
+        GraphNode(n.id, n.name, n.kind, n.label, n.shape, n.saved, n.value, k.grad, n.kept)
         for n, k in zip(before.nodes[1:], kept.nodes[1:])
-    )  # only the leaves' grads changed
+    )  # only the leaves' grads changed (a reentrant checkpoint keeps its RNG state on ctx: before and after)
     assert backward_error(run.out) is None
     freed = autograd_graph(run.out)
     saved = [s for n in freed.nodes for s in n.saved]

@@ -329,7 +329,14 @@ def test_each_operation_reports_what_torch_did(expression):
     assert torch.equal(x, torch.arange(12.0).reshape(3, 4))  # x itself is never changed
 
 
-BADGES = {"view": "VIEW", "copy": "COPY", "in-place": "IN-PLACE", "same tensor": "SAME TENSOR"}
+BADGES = {
+    "view": "VIEW",
+    "alias": "ALIAS",
+    "copy": "COPY",
+    "in-place": "IN-PLACE",
+    "same tensor": "SAME TENSOR",
+    "existing memory": "EXISTING",
+}
 
 
 def badge(markup: str) -> tuple[str, str]:
@@ -338,16 +345,26 @@ def badge(markup: str) -> tuple[str, str]:
     return found.group(2), found.group(1)
 
 
-@pytest.mark.parametrize("expression", ["x.t()", "x.clone()", "x.add_(1)", "x.contiguous()"])
+@pytest.mark.parametrize("expression", ["x.t()", "x.clone()", "x.add_(1)", "x.contiguous()", "x.data", "x.grad"])
 def test_the_verdict_is_a_large_badge_with_the_word_and_a_sentence(expression):
-    explorer = view_copy_explorer()
+    x = torch.arange(12.0).reshape(3, 4)
+    if expression == "x.grad":  # memory x holds, not x's own
+        x.requires_grad_()
+        (x * 2).sum().backward()
+    explorer = view_copy_explorer(x, operations=[expression])
     explorer.operation.value = expression
     verdict = explorer.row.verdict
     word, colour = badge(explorer.verdict.value)
     assert word == BADGES[verdict] and colour == VERDICT_BADGES[verdict][1]
     assert "font:bold 26px" in explorer.verdict.value and 'role="status"' in explorer.verdict.value
     # The verdict in words too, for screen readers and for readers without colour.
-    says = {"view": "is a view of x", "copy": "is a copy", "in-place": "changes x in place"}
+    says = {
+        "view": "is a view of x",
+        "alias": "shares x&#x27;s memory but not its version counter",
+        "copy": "is a copy",
+        "in-place": "changes x in place",
+        "existing memory": "returns memory x held before, not x&#x27;s own",
+    }
     sentence = f"<code>{html.escape(expression)}</code> {says.get(verdict, 'returns x itself')}: "
     assert sentence in explorer.verdict.value
 

@@ -6,6 +6,8 @@ and the summary text; the truth is ``torch.arange(n).as_strided(shape, stride, o
 storage, or per-element data pointers.
 """
 
+import math
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,7 +20,7 @@ import colours  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from ground_truth import truth_map  # noqa: E402
-from hypothesis import given  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -85,7 +87,7 @@ def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
     assert fig.summary == (
         "storage of 12 float32 (48 bytes); a: shape (3, 4) stride (4, 1) offset 0 reads cells 0–11 (contiguous); "
         "a.t(): shape (4, 3) stride (1, 4) offset 0 reads the same 12 cells as a in a different order; "
-        "a[1:, 1:3]: shape (2, 2) stride (4, 1) offset 5 reads 4 elements within cells 5–10, not contiguously, "
+        "a[1:, 1:3]: shape (2, 2) stride (4, 1) offset 5 reads 4 of the 6 cells 5–10, each once, "
         "4 of a's 12 cells; each tensor is also drawn as a grid of its shape, each element naming the storage "
         "index it reads"
     )
@@ -718,6 +720,154 @@ def test_step_labels_stay_inside_the_picture():
         if ident.startswith("steptext"):
             item, style = scene.ids()[ident], STYLES[scene.ids()[ident].style]
             assert item.x + text_width(text, style.family, style.size) <= scene.width
+
+
+# ------------------------------------------------------------------------- what the summary says a row reads
+# Issue 20 (fact-check #17): a transpose "reads 12 elements within cells 0–11, not contiguously" (it reads every
+# cell once, in another order) and an expand of one element "reads cell 0 only, each 12 times". Every sentence
+# now says which cells and how often, and each claim is checked against the storage indices torch reads.
+
+_NUMBER = r"(\d[\d,]*)"
+_OFTEN = rf"(each once|each {_NUMBER} times|{_NUMBER} to {_NUMBER} times each)"
+_BYTES = rf"(?: \(bytes {_NUMBER}–{_NUMBER}\))?"
+_READS = {
+    "contiguous": re.compile(
+        rf"reads (?:cell {_NUMBER}|cells {_NUMBER}–{_NUMBER}|bytes {_NUMBER}–{_NUMBER}) \(contiguous\)"
+    ),
+    "permuted": re.compile(rf"reads all {_NUMBER} cells {_NUMBER}–{_NUMBER}{_BYTES}, each once, in another order"),
+    "one cell": re.compile(rf"reads cell {_NUMBER}{_BYTES} only, {_NUMBER} times( \(stride 0 repeats it\))?"),
+    "all cells": re.compile(
+        rf"reads all {_NUMBER} cells {_NUMBER}–{_NUMBER}{_BYTES}, {_OFTEN}( \(stride 0 repeats them\))?"
+    ),
+    "some cells": re.compile(
+        rf"reads {_NUMBER} of the {_NUMBER} cells {_NUMBER}–{_NUMBER}{_BYTES}, {_OFTEN}( \(stride 0 repeats them\))?"
+    ),
+    "unknown": re.compile(rf"reads {_NUMBER} elements within cells {_NUMBER}–{_NUMBER}{_BYTES}"),
+    "empty": re.compile(r"reads nothing \(no elements\)"),
+}
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _often_truth(groups, counts) -> None:
+    """The 'each once' / 'each k times' / 'a to b times each' groups against the read counts."""
+    text, each, fewest, most = groups
+    if text == "each once":
+        assert counts.max() == 1
+    elif each is not None:
+        assert counts.min() == counts.max() == _int(each)
+    else:
+        assert (counts.min(), counts.max()) == (_int(fewest), _int(most)) and _int(fewest) < _int(most)
+
+
+def check_reads_sentence(sentence: str, t: torch.Tensor) -> str:
+    """Match ``sentence`` (a row's reads text) to one form and check every number in it against torch."""
+    import numpy as np
+
+    storage_numel = t.untyped_storage().nbytes() // t.element_size()
+    indices = torch.arange(storage_numel).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).numpy()
+    cells, counts = np.unique(indices, return_counts=True)
+    zero = any(step == 0 and size > 1 for size, step in zip(t.shape, t.stride()))
+    matched = [(form, pattern.fullmatch(sentence)) for form, pattern in _READS.items()]
+    matched = [(form, match) for form, match in matched if match]
+    assert len(matched) == 1, f"no single sentence form: {sentence!r}"
+    form, match = matched[0]
+    g = match.groups()
+    if form == "empty":
+        assert t.numel() == 0
+        return form
+    low, high = int(cells.min()), int(cells.max())
+    if form == "contiguous":
+        assert indices.tolist() == list(range(low, high + 1))  # every cell of the range once, in storage order
+        if g[0] is not None:
+            assert low == high == _int(g[0])
+        elif g[1] is not None:
+            assert (_int(g[1]), _int(g[2])) == (low, high)
+        else:
+            assert (_int(g[3]), _int(g[4])) == (low * t.element_size(), (high + 1) * t.element_size() - 1)
+    elif form == "permuted":
+        assert (_int(g[0]), _int(g[1]), _int(g[2])) == (len(cells), low, high) == (high - low + 1, low, high)
+        assert counts.max() == 1 and indices.tolist() != list(range(low, high + 1))
+    elif form == "one cell":
+        assert len(cells) == 1 and _int(g[0]) == low and _int(g[3]) == t.numel() > 1
+        assert bool(g[4]) == zero
+    elif form == "all cells":
+        assert (_int(g[0]), _int(g[1]), _int(g[2])) == (len(cells), low, high) == (high - low + 1, low, high)
+        _often_truth(g[5:9], counts)
+        assert counts.max() > 1 and bool(g[9]) == zero
+    elif form == "some cells":
+        assert (_int(g[0]), _int(g[1]), _int(g[2]), _int(g[3])) == (len(cells), high - low + 1, low, high)
+        assert len(cells) < high - low + 1  # there are gaps
+        _often_truth(g[6:10], counts)
+        assert bool(g[10]) == zero
+    elif form == "unknown":  # said only past the listing, where overlap could not be ruled out cheaply
+        assert (_int(g[0]), _int(g[1]), _int(g[2])) == (t.numel(), low, high) and t.numel() > MAX_LISTED
+    return form
+
+
+def row_sentence(summary: str, name: str) -> str:
+    """The reads text of row ``name`` in a summary: after 'offset N [as dtype (k bytes each)] '."""
+    part = next(p for p in summary.split("; ") if p.startswith(f"{name}: "))
+    return re.sub(r"^.*? offset \d+ (?:as \w+ \(\d+ bytes? each\) )?", "", part)
+
+
+@st.composite
+def strided_tensors(draw):
+    """A random strided tensor over an arange storage: any sizes (0 too), strides (0 too, overlapping too), offset;
+    one in six longer than the picture lists (so the counts past the listing are checked too)."""
+    dims = draw(st.integers(0, 4))
+    if draw(st.integers(0, 3)) == 0:  # a permuted contiguous tensor, sometimes with a dimension expanded
+        shape = [draw(st.integers(1, 5)) for _ in range(dims)]
+        t = torch.arange(math.prod(shape)).reshape(shape).permute(tuple(draw(st.permutations(range(dims)))))
+        return t.unsqueeze(0).expand(draw(st.integers(1, 3)), *t.shape) if draw(st.booleans()) else t
+    big = draw(st.integers(0, 5)) == 0 and dims > 0
+    shape = [draw(st.integers(0, 5)) for _ in range(dims)]
+    if big:
+        shape[draw(st.integers(0, dims - 1))] = draw(st.integers(MAX_LISTED // 4, MAX_LISTED + 5000))
+        shape = [max(size, 1) for size in shape]
+    stride = [draw(st.sampled_from([0, 1, 1, 2, 3, 4, 5, 7, 12, 20])) for _ in range(dims)]
+    offset = draw(st.integers(0, 6))
+    needed = offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1 if all(shape) else offset + 1
+    dtype = draw(st.sampled_from([torch.float32, torch.int64, torch.uint8]))
+    return torch.arange(needed + draw(st.integers(0, 3))).to(dtype).as_strided(shape, stride, offset)
+
+
+@settings(max_examples=120)
+@given(strided_tensors())
+def test_every_reads_sentence_is_true_for_random_layouts(t):
+    summary = layout_summary(t, names=["t"])
+    check_reads_sentence(row_sentence(summary, "t"), t)
+
+
+@settings(max_examples=40)
+@given(strided_tensors())
+def test_reads_sentences_with_bytes_are_true_beside_a_row_of_another_itemsize(t):
+    if t.element_size() == 1:
+        return
+    whole = t.untyped_storage()
+    first = torch.empty(0, dtype=torch.uint8).set_(whole)  # the whole storage as bytes: the strip's first row
+    summary = layout_summary(first, t, names=["bytes", "t"])
+    sentence = row_sentence(summary, "t").split(", reads the same")[0]
+    sentence = re.sub(r", (?:\d[\d,]* of bytes's|shares|all \d).*$", "", sentence)
+    if not sentence.startswith("reads the same"):
+        check_reads_sentence(sentence, t)
+
+
+@pytest.mark.parametrize(
+    "tensor, sentence",
+    [
+        (torch.arange(12.0).reshape(3, 4).t(), "reads all 12 cells 0–11, each once, in another order"),
+        (torch.tensor(5.0).expand(3, 4), "reads cell 0 only, 12 times (stride 0 repeats it)"),
+        (torch.arange(12.0).reshape(3, 4)[:, ::2], "reads 6 of the 11 cells 0–10, each once"),
+        (torch.arange(3.0).view(3, 1).expand(3, 4), "reads all 3 cells 0–2, each 4 times (stride 0 repeats them)"),
+        (torch.zeros(1).expand(10**8), "reads cell 0 only, 100,000,000 times (stride 0 repeats it)"),
+    ],
+)
+def test_the_fact_checks_examples_read_as_they_should(tensor, sentence):
+    assert row_sentence(layout_summary(tensor, names=["t"]), "t") == sentence
+    check_reads_sentence(sentence, tensor)
 
 
 def test_chapter_2s_view_and_copy_are_drawn_in_tints_no_verdict_colour_could_be_taken_for():

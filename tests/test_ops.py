@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from ground_truth import write_moves_counter
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -290,7 +291,9 @@ def test_tensor_from_numpy_counts_one_copy():
     assert sum(r.new_bytes for r in records) == 0
     assert [r.kind for r in records] == ["view"] * len(records)
     (report_row,) = view_or_copy(["torch.as_tensor(x.numpy())"], x=x)
-    assert report_row.verdict == "view" and report_row.total_new_bytes == 0
+    # a tensor over x's memory with a counter of its own: an alias (ground truth: a write through it leaves x's)
+    assert not write_moves_counter(torch.as_tensor(x.numpy()), x)
+    assert report_row.verdict == "alias" and report_row.total_new_bytes == 0
 
 
 # ------------------------------------------------------------------------------------------ 3. in place
@@ -567,10 +570,12 @@ def test_python_copy_module_verdicts():
     x = torch.arange(6.0)
     report = view_or_copy(["copy.copy(x)", "copy.deepcopy(x)"], x=x)
     shallow, deep = copy.copy(x), copy.deepcopy(x)
-    assert [row.verdict for row in report] == [
-        "view" if shallow.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else "copy",
-        "view" if deep.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() else "copy",
-    ]
+    # the shallow copy shares x's memory with a version counter of its own: an alias, not a view (chapter 2's
+    # misconception): a write through it leaves x's counter where it was
+    assert shallow.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert not write_moves_counter(copy.copy(x), x)
+    assert deep.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    assert [row.verdict for row in report] == ["alias", "copy"]
     assert [row.shares_memory for row in report] == [
         bool(np.shares_memory(shallow.numpy(), x.numpy())),
         bool(np.shares_memory(deep.numpy(), x.numpy())),

@@ -16,6 +16,7 @@ ROLES = {
     "STALE": palette.STALE,
     "VIEW": palette.VIEW,
     "COPY": palette.COPY,
+    "ALIAS": palette.ALIAS,
     **{f"memory {kind}": colour for kind, colour in palette.MEMORY_KINDS.items()},
 }
 
@@ -69,7 +70,7 @@ def test_verdict_colours_stay_apart_for_colour_blind_readers(vision):
         rgb = linear(colour)
         return tuple(sum(m * c for m, c in zip(row, rgb)) for row in matrix)
 
-    for a, b in itertools.combinations((palette.VIEW, palette.COPY, palette.STALE), 2):
+    for a, b in itertools.combinations((palette.VIEW, palette.COPY, palette.STALE, palette.ALIAS), 2):
         # Distinct in lightness or in the simulated colour: a learner without red-green vision tells them apart.
         distance = sum((x - y) ** 2 for x, y in zip(seen(a), seen(b))) ** 0.5
         assert distance > 0.1 or abs(luminance(linear(a)) - luminance(linear(b))) > 0.1, (a, b)

@@ -92,10 +92,16 @@ def test_html_has_the_report_headers_and_one_row_per_expression():
         ("x.add_(1)", "in-place", "✎ in-place"),
         ("x.contiguous()", "same tensor", "= same tensor"),
         ("x.shape", "not a tensor", "– not a tensor"),
+        ("x.data", "alias", "🔗 alias"),
+        ("x.grad", "existing memory", "↩ existing memory"),
     ],
 )
 def test_every_verdict_is_a_word_with_its_own_mark(expression, verdict, mark):
-    table = op_table([expression], x=torch.arange(6.0).view(2, 3))
+    x = torch.arange(6.0).view(2, 3)
+    if expression == "x.grad":  # memory x holds, not x's own
+        x.requires_grad_()
+        (x * 2).sum().backward()
+    table = op_table([expression], x=x)
     assert table.report[0].verdict == verdict
     (cells,) = body_rows(table)
     assert cell_text(cells[1]) == mark == verdict_word(cells[1])
@@ -103,7 +109,7 @@ def test_every_verdict_is_a_word_with_its_own_mark(expression, verdict, mark):
 
 def test_the_marks_differ_per_verdict():
     x = torch.arange(6.0).view(2, 3)
-    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape"], x=x)
+    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape", "x.data"], x=x)
     marks = [verdict_word(cells[1]) for cells in grid(table)]
     assert len({mark.split()[0] for mark in marks}) == len(marks)
 
@@ -135,7 +141,7 @@ def test_every_row_carries_its_verdict_word_and_the_explorers_badge_colours():
     # Issue 22: runs of alike rows used to leave every row after the first with blank verdict, bytes and sharing
     # cells (29 of a 30-row table had no verdict), and a view was an emoji, not the VIEW blue of the badge.
     x = torch.arange(12.0).view(3, 4)
-    expressions = [*VIEWS[:8], "x[[0, 2]]", "x[[1, 2]]", "x.add_(1)", "x.contiguous()"]
+    expressions = [*VIEWS[:8], "x[[0, 2]]", "x[[1, 2]]", "x.data", "x.add_(1)", "x.contiguous()"]
     table = op_table(expressions, x=x)
     assert len(body_rows(table)) == len(expressions)
     for row, cells, written in zip(table.report, table.report.table_rows(), body_rows(table)):

@@ -206,7 +206,8 @@ class GraphStepper(Explorer):
 
     Raises:
         TypeError: ``steps`` is not a list of (str, str) pairs, or another argument has the wrong type.
-        ValueError: ``steps`` is empty or a statement is not valid Python.
+        ValueError: ``steps`` is empty, a statement or ``setup`` is not valid Python, or ``seed`` is outside what
+            ``torch.manual_seed`` takes.
     """
 
     def __init__(
@@ -215,12 +216,17 @@ class GraphStepper(Explorer):
         self._steps = _check_steps(steps)
         if setup is not None and not isinstance(setup, str):
             raise TypeError(f"setup must be a statement (str) or None, got {describe(setup)}")
-        self._setup = compile(setup, "<setup>", "exec") if setup else None
+        try:
+            self._setup = compile(setup, "<setup>", "exec") if setup else None
+        except SyntaxError as error:
+            raise ValueError(f"setup statement {setup!r} is not valid Python: {error.msg}") from None
         if target is not None and not (isinstance(target, str) and target.isidentifier()):
             raise TypeError(f"target must be a variable name (str) or None, got {describe(target)}")
         self._fixed_target = target
         self.show_values = require_bool(show_values, "show_values")
         self._seed = require_int(seed, "seed")
+        if not -(2**63) <= self._seed < 2**64:  # what torch.manual_seed takes
+            raise ValueError(f"seed must be in [-2**63, 2**64) (what torch.manual_seed takes), got {self._seed}")
         self._restart()
 
     # -- running -------------------------------------------------------------------------------------
@@ -393,6 +399,9 @@ class GraphStepper(Explorer):
                         for n, a, sv, cv, state in rows
                     )
                 )
+            kept = [f"{node.name}.{item.attribute}" for node in g.nodes for item in node.kept]
+            if kept:
+                parts.append(f"kept on ctx (backward() does not free them): {', '.join(kept)}")
             if self.hazards:
                 parts.append(
                     "⚠ "

@@ -18,7 +18,7 @@ The pictures link what belongs together with CSS alone (``hover_css``: no JavaSc
 a tensor's grid outlines the storage cell it reads, its cell in the tensor's row and its address-table row, and
 hovering a cell or a table row outlines the elements reading it.
 
-The view/copy explorer shows its verdict as a large VIEW / COPY / IN-PLACE badge (colour and word, with a
+The view/copy explorer shows its verdict as a large VIEW / ALIAS / COPY / IN-PLACE badge (colour and word, with a
 sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
 For a copy it says which of ``x``'s storage cells holds each element's value, and hovering links them.
 """
@@ -457,13 +457,20 @@ class StrideExplorer(Explorer):
 
 #: How the view/copy explorer's badge shows each verdict: (word, background, text colour, what the sentence
 #: beside it says after the expression). The colours are the course palette's verdicts (``VERDICT_COLOURS``: view
-#: blue, copy orange, in-place vermilion, storage grey; the op table's verdict chips use the same), told apart with
-#: every common colour vision and never used for a tensor; the word and the sentence say it without colour.
+#: blue, alias teal, copy orange, in-place vermilion, storage grey; the op table's verdict chips use the same),
+#: told apart with every common colour vision and never used for a tensor; the word and the sentence say it
+#: without colour.
 VERDICT_BADGES = {
     "view": ("VIEW", *palette.VERDICT_COLOURS["view"], "is a view of x"),
+    "alias": ("ALIAS", *palette.VERDICT_COLOURS["alias"], "shares x's memory but not its version counter"),
     "copy": ("COPY", *palette.VERDICT_COLOURS["copy"], "is a copy"),
     "in-place": ("IN-PLACE", *palette.VERDICT_COLOURS["in-place"], "changes x in place"),
     "same tensor": ("SAME TENSOR", *palette.VERDICT_COLOURS["same tensor"], "returns x itself"),
+    "existing memory": (
+        "EXISTING",
+        *palette.VERDICT_COLOURS["existing memory"],
+        "returns memory x held before, not x's own",
+    ),
 }
 #: What the view/copy explorer's "compare with" dropdown shows when nothing is compared.
 NO_COMPARISON = "nothing"
@@ -618,7 +625,7 @@ def _temporaries(row: OpRow) -> str:
 
 
 def verdict_html(outcome: OperationOutcome) -> str:
-    """A large VIEW / COPY / IN-PLACE badge (colour and word) and the facts behind it, as HTML.
+    """A large VIEW / ALIAS / COPY / IN-PLACE badge (colour and word) and the facts behind it, as HTML.
 
     The badge's sentence says the verdict in words too, for screen readers and for readers without colour.
     A failed outcome is its ⚠ message.

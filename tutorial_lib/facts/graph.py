@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import re
 import threading
 import warnings
@@ -50,6 +49,7 @@ import torch
 
 from ..common.checks import describe, require_positive_int, require_tensor, require_type, shape_text
 from ..common.text import dtype_name, plural, short_op_name
+from .storage import unravel_index
 from .watching import storage_key
 
 #: ``autograd_graph`` keeps at most this many nodes unless told otherwise (it still counts them all).
@@ -151,11 +151,26 @@ class SavedTensor:
 
 
 @dataclass(frozen=True)
+class KeptTensor:
+    """A tensor a custom ``autograd.Function`` keeps as a ``ctx`` attribute (``ctx.result = t.exp()``) instead of
+    saving it with ``ctx.save_for_backward``: its node holds it as long as the graph lives. ``backward()`` frees saved
+    tensors, not these, and autograd does not check their versions.
+    """
+
+    attribute: str  # "ctx.result", "ctx.parts[1]", "ctx.cache['k']"
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    # the bytes of the storage it keeps alive (shared with every tensor on it); None without a storage (sparse)
+    storage_nbytes: int | None = field(default=None, compare=False)
+    placement: tuple | None = field(default=None, repr=False, compare=False)  # as SavedTensor.placement
+
+
+@dataclass(frozen=True)
 class GraphNode:
     """A node of the backward graph: a backward function, a leaf (``AccumulateGrad``) or the output tensor.
 
     ``kind`` is ``"backward"``, ``"leaf"`` or ``"output"``; ``label`` is what a picture prints (the
-    leaf's name when one was given, else its shape).
+    leaf's name when one was given, else its shape). ``kept``: a custom Function's tensors kept on ``ctx``.
     """
 
     id: int
@@ -166,6 +181,7 @@ class GraphNode:
     saved: tuple[SavedTensor, ...] = ()
     value: str | None = None  # leaves and the output: their values, shortened (see ``preview``)
     grad: str | None = None  # leaves (and a retain_grad output): ``.grad`` shortened, None before backward
+    kept: tuple[KeptTensor, ...] = ()
 
     @property
     def forward_op(self) -> str | None:
@@ -900,9 +916,10 @@ def preview(tensor: torch.Tensor | None, max_values: int = 6) -> str | None:
     detached = tensor.detach()
     if detached.is_contiguous():
         first = detached.reshape(-1)[:max_values].tolist()
-    else:  # reshape would copy the whole tensor: read only the first few elements
-        indices = itertools.islice(itertools.product(*map(range, detached.shape)), max_values)
-        first = [detached[index].item() for index in indices]
+    else:  # reshape would copy the whole tensor: read only the first few elements, each by its index (work and
+        # memory grow with max_values and the number of dimensions, never with the sizes: expand(10**8) is instant)
+        count = min(max_values, detached.numel())
+        first = [detached[unravel_index(position, detached.shape)].item() for position in range(count)]
     shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in first]
     if tensor.dim() == 0:
         return shown[0]
@@ -910,16 +927,44 @@ def preview(tensor: torch.Tensor | None, max_values: int = 6) -> str | None:
     return "[" + ", ".join(shown) + more + "]"
 
 
+def _kept_on_ctx(fn) -> tuple[KeptTensor, ...]:
+    """The tensors a custom Function's node keeps as ``ctx`` attributes: each attribute that is a tensor, or a list,
+    tuple or dict holding tensors (one level down). Reading them runs no user code. Other nodes keep none."""
+    if not isinstance(fn, torch.autograd.function.BackwardCFunction):
+        return ()
+    found = []
+    for name, value in vars(fn).items():
+        if isinstance(value, torch.Tensor):
+            found.append((f"ctx.{name}", value))
+        elif isinstance(value, (list, tuple)):
+            found.extend((f"ctx.{name}[{i}]", item) for i, item in enumerate(value) if isinstance(item, torch.Tensor))
+        elif isinstance(value, dict):
+            found.extend((f"ctx.{name}[{k!r}]", item) for k, item in value.items() if isinstance(item, torch.Tensor))
+    kept = []
+    for attribute, tensor in found:
+        try:
+            nbytes = tensor.untyped_storage().nbytes()
+        except (RuntimeError, NotImplementedError):  # sparse and other layouts: no single storage
+            nbytes = None
+        kept.append(KeptTensor(attribute, tuple(tensor.shape), tensor.dtype, nbytes, _placement(tensor)))
+    return tuple(kept)
+
+
 def _leaf_label(variable: torch.Tensor, names: dict[int, str]) -> str:
     return names.get(id(variable), "leaf " + shape_text(variable.shape))
 
 
-def _require_graph_tensor(t) -> torch.Tensor:
+def require_graph_tensor(t, name: str = "t") -> torch.Tensor:
     """``require_tensor``, and not nested: a strided nested tensor passes the layout check but has no
-    single shape (torch raises an internal error when asked for its sizes)."""
-    tensor = require_tensor(t, "t")
+    single shape (torch raises an internal error when asked for its sizes). Errors name the argument ``name``.
+
+    Raises:
+        TypeError: not a tensor.
+        ValueError: sparse (or another layout) or nested.
+    """
+    tensor = require_tensor(t, name)
     if tensor.is_nested:
-        raise ValueError("t must not be a nested tensor: it has no single shape; use .to_padded_tensor() first")
+        raise ValueError(f"{name} must not be a nested tensor: it has no single shape; use .to_padded_tensor() first")
     return tensor
 
 
@@ -999,7 +1044,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         RuntimeError: torch's own, when autograd refuses to build ``t.grad_fn`` (a ``split()`` or
             ``unbind()`` output whose base was changed in place), as ``t.backward()`` would.
     """
-    tensor = _require_graph_tensor(t)
+    tensor = require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _leaf_names(names)
     output_label = "output " + shape_text(tensor.shape)
@@ -1039,7 +1084,8 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
             saved = () if reach.get(id(fn)) == 0 else _saved_of(fn, seen_frames, unseen)
             if reach.get(id(fn)) == 1 and any(item.stale for item in saved):
                 unseen.append(("below a custom Function", fn.name()))
-            nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, saved))
+            kept = _kept_on_ctx(fn)
+            nodes.append(GraphNode(position, fn.name(), "backward", fn.name(), None, saved, kept=kept))
     if names:
         nodes = _with_saved_names(nodes, names, fns)
     shifted = ([(0, 1)] if fns else []) + [(a + 1, b + 1) for a, b in edges]
@@ -1054,6 +1100,60 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
         total_edges + 1,
         _unseen_texts(unseen),
     )
+
+
+@dataclass(frozen=True)
+class HeldByGraph:
+    """What a graph snapshot still holds once ``backward()`` has run through part of it (``held_by_graph``).
+
+    ``freed`` counts the saved tensors backward freed that the graph names (a built-in node's ``self``, ``result``
+    ...). ``freed_custom`` counts the custom Function nodes whose ``saved_tensors`` backward freed: how many tensors
+    each had saved (none, for one that only kept tensors on ``ctx``) cannot be read once freed, so they are not in
+    ``freed``. ``saved`` lists ``(node name, SavedTensor)`` for every saved
+    tensor still held, readable and not freed: their nodes are the ones backward has not run through
+    (``backward(inputs=...)`` and ``torch.autograd.grad(out, some_inputs)`` run only the nodes on the way to those
+    inputs). ``kept`` lists ``(node name, KeptTensor)`` for every tensor a custom Function keeps on ``ctx``: no
+    backward frees those. ``nbytes`` is the bytes of the distinct storages all of them keep alive (other tensors may
+    hold some of those storages too).
+    """
+
+    freed: int
+    saved: tuple[tuple[str, SavedTensor], ...]
+    kept: tuple[tuple[str, KeptTensor], ...]
+    nbytes: int
+    freed_custom: int = 0
+
+
+def held_by_graph(graph: Graph) -> HeldByGraph:
+    """What ``graph`` still holds: saved tensors backward has not freed, and tensors kept on ``ctx`` (see
+    ``HeldByGraph``), from the snapshot alone.
+
+    Raises:
+        TypeError: ``graph`` is not a Graph.
+    """
+    require_type(graph, Graph, "graph", "a Graph from autograd_graph")
+    freed_items = [saved for node in graph.nodes for saved in node.saved if saved.freed]
+    # a custom Function's freed saved_tensors is one entry whatever it had saved: autograd refuses to say how many
+    freed_custom = sum(1 for saved in freed_items if _is_freed_custom_entry(saved))
+    freed = len(freed_items) - freed_custom
+    saved = tuple(
+        (node.name, item)
+        for node in graph.nodes
+        for item in node.saved
+        if not item.freed and item.storage_nbytes is not None
+    )
+    kept = tuple((node.name, item) for node in graph.nodes for item in node.kept)
+    storages = {}
+    for _, item in saved + kept:
+        if item.storage_nbytes is not None:
+            storages[item.placement[0] if item.placement else id(item)] = item.storage_nbytes
+    return HeldByGraph(freed, saved, kept, sum(storages.values()), freed_custom)
+
+
+def _is_freed_custom_entry(saved: SavedTensor) -> bool:
+    """Whether ``saved`` is the one entry ``_saved_by_custom_function`` gives a custom Function whose saved tensors
+    backward freed (their number is no longer readable: ``_raw_saved_tensors`` raises)."""
+    return saved.freed and saved.attribute == "saved_tensors" and saved.shape is None
 
 
 def custom_function_saver(node: str, attribute: str) -> str | None:
@@ -1218,7 +1318,7 @@ def inplace_hazards(t) -> HazardList:
         ValueError: ``t`` is sparse or nested.
         RuntimeError: torch's own, when autograd refuses to build ``t.grad_fn`` (see ``autograd_graph``).
     """
-    tensor = _require_graph_tensor(t)
+    tensor = require_graph_tensor(t)
     graph = autograd_graph(tensor, max_nodes=2**62)
     hazards = []
     for node in graph.nodes:

@@ -27,6 +27,8 @@ from .storage import same_storage, shares_memory
 from .watching import WatcherMode, call_keeping_versions, is_fresh_literal, storage_key, tensors_in
 
 KINDS = ("view", "inplace", "new")
+#: ``view_or_copy``'s verdicts: what an expression's result is to the input's memory (see ``view_or_copy``).
+VERDICTS = ("view", "alias", "copy", "in-place", "same tensor", "existing memory", "not a tensor")
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class OpRow:
 
     expression: str
     aten_ops: tuple[str, ...]
-    verdict: str  # "view", "copy", "in-place", "same tensor" (the input object itself came back) or "not a tensor"
+    verdict: str  # one of VERDICTS (see view_or_copy)
     new_bytes: int  # fresh storage the result holds
     total_new_bytes: int  # everything allocated while it ran, temporaries (index tensors, masks) included
     shares_memory: bool
@@ -251,11 +253,13 @@ class OpReport(tuple):
     __repr__ = __str__
 
 
-def _raw_bytes(address: int, nbytes: int) -> np.ndarray:
-    """A uint8 array over ``nbytes`` bytes of CPU memory at ``address`` (no copy)."""
+def _raw_bytes(address: int, nbytes: int, keep=None) -> np.ndarray:
+    """A uint8 array over ``nbytes`` bytes of CPU memory at ``address`` (no copy), keeping ``keep`` (the owner of
+    that memory) alive as long as the array and whatever is made from it."""
 
     class _Interface:
         __array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1", "data": (address, False)}
+        owner = keep
 
     return np.asarray(_Interface())
 
@@ -281,6 +285,33 @@ def _home(value) -> tuple[str, int, int]:
     byte_bounds = getattr(getattr(np.lib, "array_utils", np), "byte_bounds", None) or np.byte_bounds
     low, high = byte_bounds(value)
     return "cpu", low, high
+
+
+def _owns_block(member, home: tuple, start: int, stop: int) -> bool:
+    """Whether ``member`` is an array that owns its data and covers exactly the block [start, stop)."""
+    return isinstance(member, np.ndarray) and member.base is None and home[1:] == (start, stop)
+
+
+def _owning_copy(array: np.ndarray) -> np.ndarray | None:
+    """A copy of ``array`` that owns its data, with its strides, as a plain ndarray (its subclass is put back by
+    ``_as_subclass_of``); None when numpy cannot make one with the same strides."""
+    plain = array.view(np.ndarray)
+    owned = np.empty_like(plain, order="K")
+    if owned.strides != plain.strides or not owned.flags.owndata:
+        return None
+    owned[...] = plain
+    return owned
+
+
+def _as_subclass_of(original: np.ndarray, copy_: np.ndarray) -> np.ndarray:
+    """``copy_`` as ``original``'s NumPy subclass (masked, record, matrix ...), with copies of the arrays the
+    original keeps as attributes (a masked array's mask) and the rest of its attributes as they are."""
+    if type(original) is np.ndarray:
+        return copy_
+    subclassed = copy_.view(type(original))
+    state = getattr(original, "__dict__", {})
+    subclassed.__dict__.update({k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()})
+    return subclassed
 
 
 def _clusters(values: dict) -> list[list[str]]:
@@ -317,14 +348,17 @@ class _FreshCopier:
 
     Kept: shape, strides, offset and storage size; dtype; the conj and neg bits; requires_grad, leaf or
     not, inference or not, and being a view (of what, made how: autograd's rules for in-place ops and
-    ``detach_`` on views depend on it); numpy arrays' strides and ownership; and which
-    inputs share memory (each memory block is copied once, and every input over it is rebuilt on the copy,
-    so ``x=a[:4], y=a[2:]`` still overlap).
+    ``detach_`` on views depend on it); the ``Parameter`` class and a leaf's ``.grad`` (a copy of it, its
+    layout kept); numpy arrays' strides, ownership (an array that owns its data gets a copy that owns its
+    own: ``x.base`` is None, ``x.resize`` works) and subclass with what it keeps (a masked array's mask, a
+    record array's fields); and which inputs share memory (each memory block is copied once, and every input
+    over it is rebuilt on the copy, so ``x=a[:4], y=a[2:]`` still overlap).
     """
 
     def __init__(self, values: dict):
         self.values = values
         self.copies: dict[int, object] = {}  # id(original tensor or array) -> its copy
+        self.owners: dict[int, np.ndarray] = {}  # id(original array that owns its data) -> its owning copy
         self.storages: dict[int, torch.UntypedStorage] = {}  # original storage's _cdata -> its copy
         self.renamed: set[tuple[str, str]] = set()  # (a copy's name in torch's messages, the original's name)
 
@@ -348,7 +382,27 @@ class _FreshCopier:
                 fresh[name] = value.copy(order="K")
             else:  # sparse and other layouts: copies of their parts, coalesced or not as they were
                 fresh[name] = value.detach().clone().requires_grad_(value.requires_grad)
+        for name, value in self.values.items():  # after every input: a .grad that is an input too is its copy
+            if isinstance(value, torch.Tensor) and (value.is_leaf or value.retains_grad) and value.grad is not None:
+                self._copy_grad(value, fresh[name])
         return fresh
+
+    def _copy_grad(self, value: torch.Tensor, copy_: torch.Tensor) -> None:
+        """Give ``copy_`` a copy of ``value.grad``: the input's own copy when the gradient is an input too, else
+        a clone of its storage (one per storage: gradients over one flat buffer stay over one) in its layout."""
+        grad = value.grad
+        grad_copy = self.copies.get(id(grad))
+        if grad_copy is None or isinstance(grad_copy, tuple):
+            key = grad.untyped_storage()._cdata
+            storage = self.storages.setdefault(key, grad.untyped_storage().clone())
+            grad_copy = torch.empty(0, dtype=grad.dtype, device=grad.device)
+            grad_copy.set_(storage, grad.storage_offset(), grad.size(), grad.stride())
+        try:
+            if not copy_.is_leaf:
+                copy_.retain_grad()
+            copy_.grad = grad_copy
+        except RuntimeError:  # a gradient torch would not take on the copy (it took it on the input): none
+            pass
 
     def _copy_block(self, members: list) -> None:
         homes = [_home(m) for m in members]
@@ -362,7 +416,18 @@ class _FreshCopier:
         cover = next(
             (st for st in storages.values() if st.data_ptr() == start and st.data_ptr() + st.nbytes() == stop), None
         )
-        if cover is not None:
+        owner = next((m for m, h in zip(members, homes) if _owns_block(m, h, start, stop)), None)
+        owned = _owning_copy(owner) if owner is not None else None
+        if owned is not None:
+            # An array that owns its data: its copy owns its own (x.base is None, x.resize works), and every
+            # other input over the block is rebuilt on the copy's memory.
+            self.owners[id(owner)] = owned
+            block = torch.from_numpy(_raw_bytes(owned.__array_interface__["data"][0], stop - start, keep=owned))
+            for member, home in zip(members, homes):
+                if isinstance(member, torch.Tensor):  # a tensor over the array's memory: its bytes as they are now
+                    piece = block[home[1] - start : home[2] - start]
+                    piece.copy_(torch.empty(0, dtype=torch.uint8).set_(member.untyped_storage()))
+        elif cover is not None:
             # The usual case: one tensor storage holds everything; its clone is allocated by torch as it was.
             copied = cover.clone()
             self.storages[cover._cdata] = copied
@@ -426,11 +491,14 @@ class _FreshCopier:
         if done is not None and not isinstance(done, tuple):
             return done
         if isinstance(value, np.ndarray):
-            start, block = done
-            address = value.__array_interface__["data"][0]
-            copy_ = np.ndarray(
-                value.shape, value.dtype, buffer=block.numpy(), offset=address - start, strides=value.strides
-            )
+            copy_ = self.owners.get(id(value))
+            if copy_ is None:
+                start, block = done
+                address = value.__array_interface__["data"][0]
+                copy_ = np.ndarray(
+                    value.shape, value.dtype, buffer=block.numpy(), offset=address - start, strides=value.strides
+                )
+            copy_ = _as_subclass_of(value, copy_)
             copy_.flags.writeable = value.flags.writeable
         elif value.is_inference():  # made under inference_mode: in-place updates outside it are refused
             with torch.inference_mode():
@@ -459,6 +527,9 @@ class _FreshCopier:
                 copy_.requires_grad_(True)
         torch._C._set_conj(copy_, value.is_conj())
         torch._C._set_neg(copy_, value.is_neg())
+        if isinstance(value, torch.nn.Parameter) and not isinstance(copy_, torch.nn.Parameter):
+            # torch's messages name the class ("... not Parameter"), and modules treat it apart
+            copy_ = torch.nn.Parameter(copy_, requires_grad=value.requires_grad)
         return copy_
 
 
@@ -500,9 +571,10 @@ class _WriteWatcher(_Recorder):
     into an array's buffer is a write into the input.
     """
 
-    def __init__(self, records: list, sources: list):
+    def __init__(self, records: list, sources: list, held: list = ()):
         super().__init__(records)
         self.sources = sources
+        self.targets = sources + [part for value in held for part in _memory_parts(value)]  # x.grad's memory too
         self.wrote_input = False
         self.made: set = set()  # storage keys of the outputs of ops that allocated
 
@@ -512,7 +584,7 @@ class _WriteWatcher(_Recorder):
         for tensor in _written_tensors(func, args, kwargs):
             try:
                 parts = _memory_parts(tensor)
-                if any(_same_buffer(p, s) for p in parts for s in self.sources):
+                if any(_same_buffer(p, s) for p in parts for s in self.targets):
                     self.wrote_input = True
                     return
             except (TypeError, ValueError, RuntimeError, NotImplementedError):
@@ -574,6 +646,32 @@ def _held_bytes(output, source_keys: set) -> tuple[object, int] | None:
     return (id(root), root.nbytes) if root.base is None else (id(output), output.nbytes)
 
 
+def expression_items(expressions, name: str = "expressions") -> list[tuple[str, object]]:
+    """``(label, code)`` pairs from ``view_or_copy``'s ``expressions`` (a list of str, or a dict from label to a
+    function), checked; errors name the argument as ``name`` (``op_table`` calls it ``report_or_expressions``).
+
+    Raises:
+        TypeError: not a list of strings or a dict of callables.
+        ValueError: no expressions.
+    """
+    if isinstance(expressions, str):
+        raise TypeError(f"{name} must be a list of strings, not a single string: wrap it in [ ]")
+    if isinstance(expressions, dict):
+        items = list(expressions.items())
+        for label, function in items:
+            if not isinstance(label, str) or not callable(function):
+                raise TypeError(f"{name} as a dict must map str labels to functions of the tensors")
+    elif isinstance(expressions, (list, tuple)):
+        for expression in expressions:
+            require_type(expression, str, f"each item of {name}", "a str")
+        items = [(expression, expression) for expression in expressions]
+    else:
+        raise TypeError(f"{name} must be a list of strings or a dict, got {describe(expressions)}")
+    if not items:
+        raise ValueError(f"{name} is empty: give at least one expression")
+    return items
+
+
 def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
     """Run each expression and report whether it made a view, a copy, or wrote in place.
 
@@ -585,17 +683,30 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
             layout (shape, strides, offset, storage size), dtype, the conj and neg bits, requires_grad and
             being a leaf or not, being an inference tensor, being a view and how it was made (torch refuses
             ``detach_()`` on a view, and in-place ops on an output of ``unbind``/``split`` or a view made
-            under ``no_grad``: the copy is refused the same, with torch's message), numpy strides, and which
+            under ``no_grad``: the copy is refused the same, with torch's message), the ``Parameter`` class
+            and ``.grad``, numpy strides, ownership and subclass (a masked array with its mask), and which
             inputs share memory. With False the expressions run on the tensors themselves.
         **tensors: the tensors (or numpy arrays) the expressions name, e.g. ``x=torch.arange(6.)``.
 
     Returns:
         An ``OpReport``: one ``OpRow`` per expression (operation, verdict, bytes allocated, shares
-        memory with the input, the aten ops that ran). The verdict is "view", "copy", "in-place" (memory
-        of an input was written, through any alias: ``x.data``, ``x.numpy()``, numpy's ``out=``),
-        "same tensor" when the expression handed back the input object itself, as ``x.contiguous()``
-        does for contiguous ``x``, or "not a tensor" when it returned no tensor or array
-        (``x.shape``, ``x.item()``, ``x.untyped_storage()``).
+        memory with the input, the aten ops that ran). The verdict (one of ``VERDICTS``) is:
+
+        - "view": the result lives in the input's memory and shares its version counter, so an in-place
+          write through it is seen by autograd's check on the input (``x[1:]``, ``x.t()``, ``x.detach()``);
+        - "alias": it lives in the input's memory with a version counter of its own, or none (``x.data``,
+          ``copy.copy(x)``, ``x.numpy()``, ``torch.from_numpy(x.numpy())``): a write through it changes the
+          input unseen by autograd, the silent wrong gradient. Found by bumping the result's counter and
+          reading the input's (both are put back). Inputs without a counter (arrays, inference tensors)
+          have no counter to share: results in their memory are views;
+        - "copy": new memory;
+        - "in-place": memory of an input, or of a tensor it holds (``x.grad``), was written, through any
+          alias: ``x.data``, ``x.numpy()``, numpy's ``out=``;
+        - "same tensor": the expression handed back the input object itself, as ``x.contiguous()`` does
+          for contiguous ``x``;
+        - "existing memory": memory that existed before the expression and is not the input's own
+          (``x.grad``, a masked array's ``mask``): nothing copied, nothing allocated;
+        - "not a tensor": no tensor or array came back (``x.shape``, ``x.item()``, ``x.untyped_storage()``).
 
     Raises:
         TypeError: ``expressions`` is not a list of strings or a dict of callables, ``fresh_inputs`` is
@@ -603,22 +714,8 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
         ValueError: no expressions or no tensors given; a nested or meta tensor; a quantized tensor
             with ``fresh_inputs=True``.
     """
-    if isinstance(expressions, str):
-        raise TypeError("expressions must be a list of strings, not a single string: wrap it in [ ]")
-    if isinstance(expressions, dict):
-        items = list(expressions.items())
-        for label, function in items:
-            if not isinstance(label, str) or not callable(function):
-                raise TypeError("expressions as a dict must map str labels to functions of the tensors")
-    elif isinstance(expressions, (list, tuple)):
-        for expression in expressions:
-            require_type(expression, str, "each item of expressions", "a str")
-        items = [(expression, expression) for expression in expressions]
-    else:
-        raise TypeError(f"expressions must be a list of strings or a dict, got {describe(expressions)}")
+    items = expression_items(expressions)
     require_type(fresh_inputs, bool, "fresh_inputs", "True or False")
-    if not items:
-        raise ValueError("expressions is empty: give at least one expression")
     if not tensors:
         raise ValueError("name the tensors the expressions use, e.g. view_or_copy([...], x=x)")
     for name, value in tensors.items():
@@ -626,16 +723,32 @@ def view_or_copy(expressions, fresh_inputs: bool = True, **tensors) -> OpReport:
     return OpReport(_row(label, code, tensors, fresh_inputs) for label, code in items)
 
 
+def _held_by(inputs: dict) -> list:
+    """What the inputs hold that an expression can return or write without making it: a leaf's ``.grad``
+    (``x.grad``, ``x.grad.zero_()``) and the arrays a NumPy subclass keeps (a masked array's ``mask``)."""
+    held = []
+    for value in inputs.values():
+        if isinstance(value, torch.Tensor):
+            if (value.is_leaf or value.retains_grad) and value.grad is not None:  # a non-leaf's .grad warns
+                held.append(value.grad)
+        elif type(value) is not np.ndarray:
+            held.extend(item for item in getattr(value, "__dict__", {}).values() if isinstance(item, np.ndarray))
+    return [item for item in held if not any(item is value for value in inputs.values())]
+
+
 def _run_watched(code, inputs: dict):
-    """Run ``code`` on ``inputs`` under a ``_WriteWatcher``: (result, watcher, versions before, byte snapshots)."""
-    shots = _snapshot(inputs)
+    """Run ``code`` on ``inputs`` under a ``_WriteWatcher``: (result, watcher, what the inputs held, and the versions
+    before and byte snapshots of the inputs and what they held, by name)."""
+    held = _held_by(inputs)
+    targets = {**inputs, **{f"held {number}": item for number, item in enumerate(held)}}
+    shots = _snapshot(targets)
     # inference tensors keep no version counter; the watcher still sees every write into them
-    before = {n: v._version for n, v in inputs.items() if isinstance(v, torch.Tensor) and not v.is_inference()}
+    before = {n: v._version for n, v in targets.items() if isinstance(v, torch.Tensor) and not v.is_inference()}
     sources = [part for value in inputs.values() for part in _memory_parts(value)]
-    watcher = _WriteWatcher([], sources)
+    watcher = _WriteWatcher([], sources, held)
     with watcher:
         result = _run(code, inputs)
-    return result, watcher, before, shots
+    return result, watcher, held, (targets, before, shots)
 
 
 def _numpy_writes(code, tensors: dict) -> bool:
@@ -676,20 +789,20 @@ def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     copier = _FreshCopier(tensors)
     inputs = copier.copy_all() if fresh_inputs else dict(tensors)
     try:
-        result, watcher, before, shots = _run_watched(code, inputs)
+        result, watcher, held, (targets, before, shots) = _run_watched(code, inputs)
     except RuntimeError as error:
         _rename_in_message(error, copier.renamed)
         raise
     records, sources = watcher.records, watcher.sources
-    # In place means an input's memory was written: its version counter moved (views share it), an op
-    # wrote into its memory through another alias, or numpy wrote it (numpy keeps no counter: seen from
-    # read-only copies, and from bytes that changed). An in-place op on a tensor the expression made
+    # In place means an input's memory (or what it holds: x.grad) was written: its version counter moved (views
+    # share it), an op wrote into its memory through another alias, or numpy wrote it (numpy keeps no counter:
+    # seen from read-only copies, and from bytes that changed). An in-place op on a tensor the expression made
     # itself, like the set_ inside copy.copy(x), does not count.
     wrote = (
-        any(inputs[n]._version != v for n, v in before.items())
+        any(targets[n]._version != v for n, v in before.items())
         or watcher.wrote_input
         or numpy_wrote
-        or _changed(inputs, shots)
+        or _changed(targets, shots)
     )
     tensors_out = _first_tensors(result)
     outputs = [part for output in tensors_out for part in _memory_parts(output)]
@@ -697,21 +810,30 @@ def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     shares = any(shares_memory(o, s) for o in outputs + [s for s in storages_out if s is not None] for s in sources)
     aliases = bool(outputs) and all(any(_same_buffer(o, s) for s in sources) for o in outputs)
     source_keys = {storage_key(s) for s in sources if isinstance(s, torch.Tensor)}
+    # memory the inputs held before the expression ran (x.grad, a masked array's mask): returned, not allocated
+    existing = {_held_bytes(item, set())[0] for part in held for item in _memory_parts(part)}
     kept = dict(
-        held
+        block
         for o in outputs
         if not any(_same_buffer(o, s) for s in sources)
-        for held in [_held_bytes(o, source_keys)]
-        if held is not None
+        for block in [_held_bytes(o, source_keys)]
+        if block is not None and block[0] not in existing
     )
     # x.contiguous() on contiguous x, x.to(x.dtype): the very object, not even a new view of it.
     same = any(o is v for o in tensors_out for v in inputs.values())
+    fresh = any(
+        not any(_same_buffer(o, s) for s in sources) and _held_bytes(o, set())[0] not in existing for o in outputs
+    )
     if wrote:
         verdict = "in-place"
     elif not tensors_out:
         verdict = "not a tensor"
+    elif same:
+        verdict = "same tensor"
+    elif aliases:
+        verdict = _alias_kind(outputs, inputs)
     else:
-        verdict = "same tensor" if same else ("view" if aliases else "copy")
+        verdict = "copy" if fresh else "existing memory"
     traced = sum(r.new_bytes for r in records)
     # storage the result holds that no traced op allocated (copy.deepcopy makes it outside aten; numpy)
     untraced = sum(nbytes for key, nbytes in kept.items() if key not in watcher.made)
@@ -731,6 +853,40 @@ def _row(label: str, code, tensors: dict, fresh_inputs: bool) -> OpRow:
     )
 
 
+def _has_version_counter(value) -> bool:
+    """Whether ``value`` keeps a version counter: a tensor made outside ``inference_mode`` (arrays keep none)."""
+    return isinstance(value, torch.Tensor) and not value.is_inference()
+
+
+def _shares_version_counter(output, source: torch.Tensor) -> bool:
+    """Whether a write through ``output`` moves ``source``'s version counter, as an in-place op through a view
+    does (an array keeps no counter: a write through it moves none).
+
+    Asked by bumping ``output``'s counter and reading ``source``'s, then putting both back as they were: the
+    caller's counters end where they started (``fresh_inputs=False`` runs on the caller's own tensors).
+    """
+    if not _has_version_counter(output):
+        return False
+    versions = (output._version, source._version)
+    torch.autograd.graph.increment_version(output)
+    shared = source._version != versions[1]
+    torch._C._autograd._unsafe_set_version_counter((output, source), versions)
+    return shared
+
+
+def _alias_kind(outputs: list, inputs: dict) -> str:
+    """ "view" when every output that aliases an input with a version counter shares that counter (``x[1:]``,
+    ``x.detach()``, ``x.view(torch.int32)``), else "alias": it shares the memory with its own counter or none
+    (``x.data``, ``copy.copy(x)``, ``x.numpy()``, ``torch.from_numpy(x.numpy())``), so autograd does not see a write
+    through it. Inputs without a counter (arrays, inference tensors) have nothing to share: "view"."""
+    counted = [value for value in inputs.values() if _has_version_counter(value) and value.layout == torch.strided]
+    for output in outputs:
+        for source in counted:
+            if _same_buffer(output, source) and not _shares_version_counter(output, source):
+                return "alias"
+    return "view"
+
+
 def _raw_bytes_of_storage(storage):
     """A storage result as a byte tensor over the same memory (to ask whether it is an input's memory)."""
     if isinstance(storage, torch.TypedStorage):
@@ -738,6 +894,17 @@ def _raw_bytes_of_storage(storage):
     if storage.device.type == "meta" or storage.nbytes() == 0:
         return None
     return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+
+def _storages_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the storages of two tensors (two storage objects) cover some common address on one device."""
+    if a.device != b.device or a.device.type == "meta":
+        return False
+    storage_a, storage_b = a.untyped_storage(), b.untyped_storage()
+    start_a, start_b = storage_a.data_ptr(), storage_b.data_ptr()
+    if not (storage_a.nbytes() and storage_b.nbytes() and start_a and start_b):
+        return False
+    return start_a < start_b + storage_b.nbytes() and start_b < start_a + storage_a.nbytes()
 
 
 def _buffer_key(value):
@@ -751,14 +918,25 @@ def _buffer_key(value):
 
 
 def _same_buffer(a, b) -> bool:
-    """Whether ``a`` is a window onto ``b``'s memory block: the same storage, or (with an array) the same
-    buffer, so that an empty slice of an array is a view of it as an empty slice of a tensor is."""
+    """Whether ``a`` is a window onto ``b``'s memory block: the same storage, a storage object over memory inside
+    ``b``'s (``torch.from_numpy(x.numpy())`` of a slice ``x`` starts 8 bytes into ``x``'s storage), or (with an
+    array) the same buffer, so that an empty slice of an array is a view of it as an empty slice of a tensor is."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return same_storage(a, b)
+        return same_storage(a, b) or _storages_overlap(a, b)
     if shares_memory(a, b) or _buffer_key(a) == _buffer_key(b):
         return True
     home_a, home_b = _home(a), _home(b)
     return home_a[0] == home_b[0] and home_a[1] < home_b[2] and home_b[1] < home_a[2]
 
 
-__all__ = ["OpRecord", "OpReport", "OpRow", "KINDS", "trace_ops", "view_or_copy", "classify_call"]
+__all__ = [
+    "OpRecord",
+    "OpReport",
+    "OpRow",
+    "KINDS",
+    "VERDICTS",
+    "trace_ops",
+    "view_or_copy",
+    "classify_call",
+    "expression_items",
+]

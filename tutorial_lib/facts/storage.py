@@ -24,37 +24,135 @@ def _device_of(x) -> torch.device:
     return x.device if isinstance(x, torch.Tensor) else torch.device("cpu")
 
 
-def _byte_view(x, name: str) -> np.ndarray | None:
-    """A numpy array describing exactly the bytes ``x`` covers (its address, byte strides, itemsize).
+#: How much work ``numpy.shares_memory`` may do before ``shares_memory`` tries another exact method (its solver is
+#: exponential in the number of dimensions in the worst case: 6 s at 30 dimensions without a bound).
+SOLVER_WORK = 10**5
+#: ``shares_memory``'s meet-in-the-middle enumerates at most this many address sums per half (8 bytes each).
+MAX_HALF_SUMS = 1 << 22
 
-    For a tensor the array is built from its data pointer without copying; it is only ever handed to
-    ``numpy.shares_memory``, which compares addresses and never reads the bytes, so this also works for
-    CUDA tensors and for dtypes numpy does not know (bfloat16, float8, quantized). Returns None for an
-    array with no elements: it covers no bytes.
+
+@dataclass(frozen=True)
+class _ByteSet:
+    """The bytes an array or tensor covers: ``itemsize`` bytes at ``start + sum(i_k * step_k)`` for every index
+    with ``0 <= i_k < size_k``. Dimensions that add no byte (size 1, stride 0) are dropped, negative steps turned
+    around (the set is the same), and dimensions that continue each other merged (a contiguous 64-dimension
+    tensor is one dimension): the set is what matters, not the order."""
+
+    start: int
+    itemsize: int
+    dims: tuple[tuple[int, int], ...]  # (size, step in bytes), steps ascending
+
+    @property
+    def count(self) -> int:
+        return math.prod(size for size, _ in self.dims)
+
+    def array(self) -> np.ndarray:
+        """A numpy array over exactly these bytes (no copy; ``numpy.shares_memory`` compares addresses only)."""
+
+        class _Interface:
+            __array_interface__ = {
+                "version": 3,
+                "shape": tuple(size for size, _ in self.dims),
+                "strides": tuple(step for _, step in self.dims),
+                "typestr": f"|V{self.itemsize}",
+                "data": (self.start, True),
+            }
+
+        return np.asarray(_Interface())
+
+
+def _simplified(start: int, itemsize: int, dims) -> _ByteSet:
+    """A ``_ByteSet`` with its dimensions dropped, turned and merged (see ``_ByteSet``)."""
+    kept = []
+    for size, step in dims:
+        if size == 1 or step == 0:
+            continue
+        if step < 0:  # walk it the other way: from its last element, forwards
+            start += (size - 1) * step
+            step = -step
+        kept.append((size, step))
+    merged: list[tuple[int, int]] = []
+    for size, step in sorted(kept, key=lambda dim: dim[1]):
+        if merged and step == merged[-1][0] * merged[-1][1]:  # picks up exactly where the smaller one ends
+            merged[-1] = (merged[-1][0] * size, merged[-1][1])
+        else:
+            merged.append((size, step))
+    return _ByteSet(start, itemsize, tuple(merged))
+
+
+def _covered_bytes(x, name: str) -> _ByteSet | None:
+    """The bytes ``x`` covers, from its address, strides and itemsize (never from its data, so CUDA tensors and dtypes
+    numpy does not know, bfloat16, float8, quantized, work too). None for no elements: it covers no bytes.
+
+    Raises:
+        ValueError: a nested tensor, or a tensor whose storage is smaller than its elements need (a storage resized
+            to 0, as FSDP does to a sharded parameter): it has no memory to compare.
     """
     if isinstance(x, np.ndarray):
-        return x if x.size else None
+        if not x.size:
+            return None
+        dims = zip(x.shape, x.strides)
+        return _simplified(x.__array_interface__["data"][0], x.itemsize, dims)
     tensor = require_tensor(x, name, allow_meta=False)
     if tensor.is_nested:
         raise ValueError(f"{name} is a nested tensor: its parts have no single shape and stride")
     if tensor.numel() == 0:
         return None
     itemsize = tensor.element_size()
-    # Dimensions of size 1 or stride 0 add no byte that another element does not already cover, so they
-    # are left out: the byte set is the same, and a tensor may have more dimensions (torch allows any
-    # number) than a numpy array (at most 64). What remains has at most 63: numel fits in an int64.
-    kept = [(size, step) for size, step in zip(tensor.shape, tensor.stride()) if size != 1 and step != 0]
+    needed = (tensor.storage_offset() + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())) + 1) * itemsize
+    held = tensor.untyped_storage().nbytes()
+    if held < needed:
+        raise ValueError(
+            f"{name} has no memory to compare: its elements need {needed:,} bytes of storage but its storage holds "
+            f"{held:,} (resized, as FSDP does to a sharded parameter's storage)"
+        )
+    dims = ((size, step * itemsize) for size, step in zip(tensor.shape, tensor.stride()))
+    return _simplified(tensor.data_ptr(), itemsize, dims)
 
-    class _Interface:
-        __array_interface__ = {
-            "version": 3,
-            "shape": tuple(size for size, _ in kept),
-            "strides": tuple(step * itemsize for _, step in kept),
-            "typestr": f"|V{itemsize}",
-            "data": (tensor.data_ptr(), True),
-        }
 
-    return np.asarray(_Interface())
+def _sums(dims) -> np.ndarray:
+    """Every ``sum(i_k * step_k)`` over the (size, step) ``dims``, as int64."""
+    sums = np.zeros(1, dtype=np.int64)
+    for size, step in dims:
+        sums = (sums[:, None] + np.arange(size, dtype=np.int64) * step).ravel()
+    return sums
+
+
+def _halves(dims: list) -> tuple[list, list] | None:
+    """``dims`` split in two whose index counts are both at most ``MAX_HALF_SUMS``, as even as a greedy split
+    gets them (largest first, into the smaller half); None when no such split is found."""
+    first, second, count_first, count_second = [], [], 1, 1
+    for dim in sorted(dims, key=lambda d: -d[0]):
+        if count_first <= count_second:
+            first.append(dim)
+            count_first *= dim[0]
+        else:
+            second.append(dim)
+            count_second *= dim[0]
+    return (first, second) if max(count_first, count_second) <= MAX_HALF_SUMS else None
+
+
+def _overlap_by_halves(a: _ByteSet, b: _ByteSet) -> bool | None:
+    """Whether ``a`` and ``b`` overlap, exactly, by meeting in the middle; None when that needs too many sums.
+
+    An element of ``a`` at address ``p`` and one of ``b`` at ``q`` share a byte when ``-a.itemsize < p - q <
+    b.itemsize``. ``p - q`` is the starts' difference plus a sum over ``a``'s dimensions and ``b``'s (negated):
+    the sums of one half of those dimensions are sorted, and for each sum of the other half one binary search
+    says whether a partner lands in the window. Work: about the square root of ``a.count * b.count``.
+    """
+    dims = list(a.dims) + [(size, -step) for size, step in b.dims]
+    split = _halves(dims)
+    if split is None:
+        return None
+    # p - q = (a.start - b.start) + s1 + s2, so the sums s1 + s2 that share a byte lie in [lowest, highest]
+    lowest = -(a.itemsize - 1) - (a.start - b.start)
+    highest = (b.itemsize - 1) - (a.start - b.start)
+    # both halves sorted: the binary searches then walk memory in order (unsorted, 4x slower at 2**20 sums)
+    left, right = np.sort(_sums(split[0])), np.sort(_sums(split[1]))
+    position = np.searchsorted(right, lowest - left[::-1], side="left")[::-1]  # the least s2 >= lowest - s1
+    inside = position < len(right)
+    found = right[np.minimum(position, len(right) - 1)] <= highest - left
+    return bool(np.any(inside & found))
 
 
 def _check_array_or_tensor(x, name: str) -> None:
@@ -64,9 +162,13 @@ def _check_array_or_tensor(x, name: str) -> None:
 def shares_memory(a, b) -> bool:
     """Whether some byte of an element of ``a`` is also a byte of an element of ``b``.
 
-    Exact, like ``numpy.shares_memory(a, b, max_work=None)`` (which it uses on the tensors' addresses,
-    so large tensors cost no more than small ones). Two rows of one matrix share a storage but not
-    memory; a tensor and its transpose share memory.
+    Exact, like ``numpy.shares_memory(a, b, max_work=None)``, computed from addresses and strides only, so large
+    tensors cost no more than small ones. The overlap question is hard in general (a subset sum): after merging
+    dimensions that continue each other, numpy's solver gets a bounded amount of work; when that is not enough,
+    a meet-in-the-middle search answers exactly in about the square root of the two tensors' element counts
+    (milliseconds for 30 dimensions of random strides against one element); only when both are out of reach
+    does numpy's solver run unbounded. Two rows of one matrix share a storage but not memory; a tensor and its
+    transpose share memory.
 
     Args:
         a, b: torch tensors (any dtype, shape and strides, 0-dim, empty, expanded with stride 0, on any
@@ -77,16 +179,27 @@ def shares_memory(a, b) -> bool:
 
     Raises:
         TypeError: ``a`` or ``b`` is neither a tensor nor an ndarray.
-        ValueError: a sparse, nested or meta tensor (they have no strided memory to compare).
+        ValueError: a sparse, nested or meta tensor (they have no strided memory to compare), or a tensor whose
+            storage was resized below what its elements need (``untyped_storage().resize_(0)``).
     """
     _check_array_or_tensor(a, "a")
     _check_array_or_tensor(b, "b")
-    view_a, view_b = _byte_view(a, "a"), _byte_view(b, "b")
-    if view_a is None or view_b is None:
+    bytes_a, bytes_b = _covered_bytes(a, "a"), _covered_bytes(b, "b")
+    if bytes_a is None or bytes_b is None:
         return False
     if _device_of(a) != _device_of(b):
         return False
-    return bool(np.shares_memory(view_a, view_b, max_work=None))
+    try:
+        return bool(np.shares_memory(bytes_a.array(), bytes_b.array(), max_work=SOLVER_WORK))
+    except _TOO_HARD:
+        pass
+    by_halves = _overlap_by_halves(bytes_a, bytes_b)
+    if by_halves is not None:
+        return by_halves
+    return bool(np.shares_memory(bytes_a.array(), bytes_b.array(), max_work=None))
+
+
+_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", None) or np.TooHardError
 
 
 def same_storage(a, b) -> bool:

@@ -20,7 +20,16 @@ import torch
 
 from ..common.checks import describe, require_bool, require_positive_int, require_type, shape_text
 from ..common.text import plural, short_op_name
-from ..facts.graph import Graph, autograd_graph, custom_function_saver, forward_op_name, inplace_hazards
+from ..facts.graph import (
+    Graph,
+    HeldByGraph,
+    autograd_graph,
+    custom_function_saver,
+    forward_op_name,
+    held_by_graph,
+    inplace_hazards,
+    require_graph_tensor,
+)
 from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
 from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
@@ -195,6 +204,9 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: di
         lines.append(f"value: {node.value}")
         if node.kind == "leaf" or node.grad is not None:
             lines.append(f"grad: {node.grad}")
+    for kept in node.kept:  # a custom Function's ctx attributes: held until the graph goes, whatever backward does
+        size = f" · {_bytes_text(kept.storage_nbytes)}" if kept.storage_nbytes is not None else ""
+        lines.append(f"{kept.attribute} · {shape_text(kept.shape)}{size} · kept on ctx, not freed by backward")
     chips = []
     for saved in node.saved:
         if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
@@ -249,6 +261,46 @@ def _choose_view(graph: Graph, tensor, collapse, model) -> CollapsedGraph:
     return view if view.groups or collapse == "repeats" else uncollapsed(graph)
 
 
+def _first_nodes(names, shown: int = 3) -> str:
+    """Node names, each once, the first ``shown`` of them, and how many more."""
+    names = list(dict.fromkeys(names))
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def held_texts(held: HeldByGraph) -> list[str]:
+    """What a graph still holds, in words for a summary: the saved tensors backward freed and those it has not, and
+    the tensors custom Functions keep on ctx (none of it when there is nothing to say)."""
+    texts = []
+    if held.freed or held.freed_custom:
+        freed = [plural(held.freed, "saved tensor")] if held.freed else []
+        if held.freed_custom:  # how many tensors such a node saved is not readable once freed: not counted
+            nodes = "custom Function node" if held.freed_custom == 1 else "custom Function nodes"
+            freed.append(f"whatever {held.freed_custom} {nodes} saved (how many tensors is not known once freed)")
+        text = f"{' and '.join(freed)} already freed by backward()"
+        if held.saved:  # backward ran through part of the graph only: backward(inputs=...), autograd.grad
+            names = [name for name, _ in held.saved]
+            by = "a node" if len(set(names)) == 1 else "nodes"
+            text += (
+                f"; {plural(len(held.saved), 'saved tensor')} still held by {by} backward() did not run through "
+                f"({_first_nodes(names)})"
+            )
+        texts.append(text)
+    if held.kept:
+        listed = ", ".join(f"{name} {item.attribute}" for name, item in held.kept[:3])
+        more = f" and {len(held.kept) - 3} more" if len(held.kept) > 3 else ""
+        it, lives = ("it", "it lives") if len(held.kept) == 1 else ("them", "they live")
+        texts.append(
+            f"{plural(len(held.kept), 'tensor')} kept on ctx ({listed}{more}): backward() does not free {it}; "
+            f"{lives} as long as the graph"
+        )
+    if (held.freed or held.freed_custom) and (held.saved or held.kept):
+        texts.append(f"memory still held by the graph: {_bytes_text(held.nbytes)} of storage")
+    elif held.kept:
+        texts.append(f"kept on ctx: {_bytes_text(sum(item.storage_nbytes or 0 for _, item in held.kept))} of storage")
+    return texts
+
+
 def _hazard_text(node_name: str, saved) -> str:
     if saved.attribute.startswith("checkpoint input"):  # kept by the checkpoint, not by the node
         return f"{saved.attribute} (first needed by {node_name}) v{saved.saved_version}, now v{saved.current_version}"
@@ -299,16 +351,14 @@ def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond:
             savers.setdefault(name, []).append(saver)
     if savers:
         parts.append("saved for backward: " + ", ".join(f"{name} ({', '.join(by)})" for name, by in savers.items()))
-    freed = sum(1 for n in graph.nodes for s in n.saved if s.freed)
-    if freed:
-        parts.append(f"{plural(freed, 'saved tensor')} already freed by backward()")
+    parts.extend(held_texts(held_by_graph(graph)))
     if show_values:
         shown = [n for n in graph.nodes if n.kind in ("leaf", "output")][:6]
         grads = [f" (grad {n.grad})" if n.grad is not None or n.kind == "leaf" else "" for n in shown]
         parts.append("values: " + ", ".join(f"{n.label} = {n.value}{grad}" for n, grad in zip(shown, grads)))
     if notes:
         parts.append("; ".join(f"node {node_id}: {', '.join(texts)}" for node_id, texts in sorted(notes.items())))
-    return "; ".join(parts) + ".", messages
+    return visible("; ".join(parts) + "."), messages  # control characters in names written as escapes, as drawn
 
 
 def _rounded(left: float, top: float, width: float, height: float) -> tuple:
@@ -491,7 +541,7 @@ def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
 def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, new_nodes=(), newly_stale=()):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
     require_type(t_or_graph, (torch.Tensor, Graph), "t_or_graph", "a torch.Tensor or a Graph (or a list of them)")
-    tensor = t_or_graph if isinstance(t_or_graph, torch.Tensor) else None
+    tensor = require_graph_tensor(t_or_graph, "t_or_graph") if isinstance(t_or_graph, torch.Tensor) else None
     if tensor is None and names is not None:
         raise ValueError("names only applies when t_or_graph is a tensor; a Graph already has its labels")
     require_bool(show_values, "show_values")

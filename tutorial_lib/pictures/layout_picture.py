@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..common.checks import require_bool, require_int, require_tensor, require_type
@@ -29,7 +30,7 @@ from ..facts.storage import (
 from . import palette
 from .render_mpl import render, require_axes
 from .render_svg import svg
-from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width
+from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width, visible
 
 MAX_LISTED = 16_384  # elements (row-major) ``layout`` lists per tensor: cells read only by others are drawn "?"
 TAIL_LISTED = 1_024  # a longer tensor's last elements looked up too, so its region's end is exact
@@ -409,33 +410,81 @@ def _grid_plan(strip_no: int, member: _Member, copied=None) -> PictureGrid:
     return PictureGrid(strip_no, member.name, shape, tuple(blocks), tuple(elements), cut, copied[0] if copied else "")
 
 
+def _read_counts(lay: Layout) -> tuple[int, int, int] | None:
+    """(distinct cells read, fewest elements reading one, most reading one), or None when not known.
+
+    Exact from the listing when every element is listed; past the listing, known when the dimensions left after
+    dropping the stride-0 ones reach no cell twice (each stride beyond all the smaller ones' reach): each cell is
+    then read once per combination of the stride-0 dimensions' indices.
+    """
+    if lay.numel == 0:
+        return None
+    if not lay.indices_truncated:
+        counts = np.unique(np.asarray(lay.element_indices), return_counts=True)[1]
+        return len(counts), int(counts.min()), int(counts.max())
+    repeats = math.prod(size for size, step in zip(lay.shape, lay.stride) if step == 0)
+    reach = 0
+    for step, size in sorted((step, size) for size, step in zip(lay.shape, lay.stride) if step and size > 1):
+        if step <= reach:
+            return None  # the dimensions may reach a cell twice: only a full listing could say how often
+        reach += step * (size - 1)
+    return lay.numel // repeats, repeats, repeats
+
+
+def _how_often(fewest: int, most: int) -> str:
+    """'each once', 'each 3 times', '1 to 2 times each'."""
+    if most == 1:
+        return "each once"
+    return f"each {most:,} times" if fewest == most else f"{fewest:,} to {most:,} times each"
+
+
 def _repeat_text(lay: Layout) -> str:
     """How often a fully listed layout reads its cells, e.g. 'each 3 times (stride 0 repeats them)'."""
-    low, high = lay.read_counts()
-    often = f"each {high} times" if low == high else f"{low} to {high} times each"
+    distinct, fewest, most = _read_counts(lay)
     zero = any(step == 0 and size > 1 for size, step in zip(lay.shape, lay.stride))
-    return often + (" (stride 0 repeats them)" if zero else "")
+    if distinct == 1:  # one cell: not "each"
+        return f"{most:,} times" + (" (stride 0 repeats it)" if zero else "")
+    return _how_often(fewest, most) + (" (stride 0 repeats them)" if zero else "")
 
 
 def _reads_text(lay: Layout, in_bytes: bool) -> str:
-    """Which cells (or bytes) a layout reads and how, e.g. 'reads cells 0–11 (contiguous)'."""
+    """Which cells a layout reads and how often each, e.g. 'reads cells 0–11 (contiguous)', 'reads all 12 cells 0–11,
+    each once, in another order' (a transpose), 'reads cell 0 only, 12 times (stride 0 repeats it)' (an expand of
+    one element), 'reads 4 of the 6 cells 5–10, each once' (a slice with gaps). ``in_bytes``: the row's itemsize
+    differs from its strip's first row's, so the bytes are given too."""
     if lay.numel == 0:
         return "reads nothing (no elements)"
     low, high = lay.index_range
-    if in_bytes:
-        span = f"bytes {lay.byte_range[0]:,}–{lay.byte_range[1] - 1:,}"
-    else:
-        span = f"cell {low:,}" if low == high else f"cells {low:,}–{high:,}"
-    if lay.is_contiguous:
+    byte_span = f"bytes {lay.byte_range[0]:,}–{lay.byte_range[1] - 1:,}"
+    if lay.is_contiguous:  # every cell of the range once, in storage order
+        span = byte_span if in_bytes else (f"cell {low:,}" if low == high else f"cells {low:,}–{high:,}")
         return f"reads {span} (contiguous)"
-    if lay.indices_truncated:
-        return f"reads {lay.numel:,} elements within {span}"
-    distinct = len(set(lay.element_indices))
-    if distinct == lay.numel:
-        return f"reads {lay.numel:,} elements within {span}, not contiguously"
+    in_bytes_too = f" ({byte_span})" if in_bytes else ""
+    counts = _read_counts(lay)
+    if counts is None:
+        return f"reads {lay.numel:,} elements within cells {low:,}–{high:,}{in_bytes_too}"
+    distinct, fewest, most = counts
+    zero = any(step == 0 and size > 1 for size, step in zip(lay.shape, lay.stride))
     if distinct == 1:
-        return f"reads {span} only, {_repeat_text(lay)}"
-    return f"reads {distinct:,} cells within {span.removeprefix('cells ')}, {_repeat_text(lay)}"
+        repeated = " (stride 0 repeats it)" if zero else ""
+        return f"reads cell {low:,}{in_bytes_too} only, {lay.numel:,} times{repeated}"
+    often = _how_often(fewest, most) + (" (stride 0 repeats them)" if zero else "")
+    if distinct == high - low + 1:  # no gaps
+        if most == 1:  # each cell of the range once, yet not contiguous: in an order other than storage order
+            return f"reads all {distinct:,} cells {low:,}–{high:,}{in_bytes_too}, each once, in another order"
+        return f"reads all {distinct:,} cells {low:,}–{high:,}{in_bytes_too}, {often}"
+    return f"reads {distinct:,} of the {high - low + 1:,} cells {low:,}–{high:,}{in_bytes_too}, {often}"
+
+
+def _overlaps(a: torch.Tensor | None, b: torch.Tensor | None) -> bool | None:
+    """``shares_memory(a, b)``, or None where there is no memory to compare: a Layout (None), a meta tensor, a
+    tensor whose storage was resized below what its elements need."""
+    if a is None or b is None or a.device.type == "meta" or b.device.type == "meta":
+        return None
+    try:
+        return shares_memory(a, b)
+    except ValueError:  # a storage resized to 0 (FSDP): nothing there to share
+        return None
 
 
 def _relation(member: _Member, first: _Member) -> str | None:
@@ -445,9 +494,10 @@ def _relation(member: _Member, first: _Member) -> str | None:
         return None
     overlap = compare_reads(lay, first.layout)
     if overlap is None:
-        if member.tensor is None or first.tensor is None:
+        shared = _overlaps(member.tensor, first.tensor)
+        if shared is None:
             return None
-        if shares_memory(member.tensor, first.tensor):
+        if shared:
             return f"shares memory with {name}"
         return f"shares no memory with {name} (same storage, no overlap)"
     unit, mine, theirs, common = overlap.unit, overlap.mine, overlap.theirs, overlap.common
@@ -455,7 +505,8 @@ def _relation(member: _Member, first: _Member) -> str | None:
         if unit == "byte":
             return f"reads the same {mine:,} bytes as {name}"
         if lay.numel != mine:
-            return f"reads the same {mine:,} cells as {name}, {_repeat_text(lay)}"
+            cells = "cell" if mine == 1 else f"{mine:,} cells"
+            return f"reads the same {cells} as {name}, {_repeat_text(lay)}"
         if first.layout.numel != theirs:  # the first row repeats cells: orders of different lengths
             return f"reads the same {mine:,} cells as {name}, each once"
         order = "the same" if overlap.same_order else "a different"
@@ -506,7 +557,7 @@ def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Membe
         description += f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
     if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
         description += " (a Layout does not say which storage it is over: drawn apart)"
-    elif strip_no > 0 and any(shares_memory(m.tensor, first_of_all.tensor) for m in group if m.tensor is not None):
+    elif strip_no > 0 and any(_overlaps(m.tensor, first_of_all.tensor) for m in group):
         # Two storage objects over overlapping memory: two from_numpy (or frombuffer) of one array's parts.
         description += f", another storage object over memory {first_of_all.name}'s storage also uses (shared)"
     elif strip_no > 0:
@@ -630,6 +681,7 @@ def layout_picture(
             )
     if max_cells > MAX_CELLS:
         summary += f"; max_cells={max_cells:,} was capped at {MAX_CELLS:,} cells per storage"
+    summary = visible(summary)  # a name's control characters and lone surrogates written as escapes, as drawn
     return LayoutPicture(tuple(strips), tuple(rows), tuple(cells), tuple(steps), summary, tuple(notes), tuple(grids))
 
 

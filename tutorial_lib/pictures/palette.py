@@ -7,7 +7,8 @@ Every picture's style sheet takes its colours from here, so a colour means the s
   blue, orange, vermilion or teal), so a view drawn in a tint never looks like a COPY or a copy like a VIEW;
 - ``STALE`` (vermilion) means "changed after it was saved / written in place / an error backward raises": hazard
   borders, in-place edges, errors, IN-PLACE badges;
-- ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables, each with its
+- ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables; ``ALIAS``
+  (teal) the third: the input's memory without its version counter (``x.data``, ``copy.copy(x)``). Each has its
   text colour in ``VERDICT_COLOURS``; they colour verdicts only, never a tensor;
 - ``STORAGE`` and the greys are storage cells, frames and unread or unknown cells;
 - ``MEMORY_KINDS`` colour the bands of memory pictures (parameters, gradients, ...).
@@ -34,13 +35,16 @@ PAPER = "#ffffff"
 STALE = "#cc3311"  # Tol vibrant red
 VIEW = "#0077bb"  # Tol vibrant blue
 COPY = "#ee7733"  # Tol vibrant orange
+ALIAS = "#009988"  # Tol vibrant teal
 #: Each verdict's badge: (background, text colour), shared by the view/copy explorer's badge and the op table's
 #: verdict chips, so a verdict looks the same wherever it is shown.
 VERDICT_COLOURS = {
     "view": (VIEW, PAPER),
+    "alias": (ALIAS, "#000000"),  # black: white (3.5:1) and INK (4.48:1) on this teal are too faint for 13-px text
     "copy": (COPY, INK),
     "in-place": (STALE, PAPER),
     "same tensor": (STORAGE, INK),
+    "existing memory": (PAPER, INK),
 }
 
 #: Light tints for tensors, from Paul Tol's schemes ("light", "PRGn", the discrete rainbow, "iridescent",

@@ -103,7 +103,7 @@ def render(scene, ax=None, fig=None):
                     fontproperties=FontProperties(family=FAMILIES[style.family], weight=style.weight, size=size),
                     linespacing=style.line_spacing,
                     zorder=style.zorder,
-                    gid=item.id or None,
+                    gid=visible(item.id) if item.id else None,  # ids hold names: XML-safe, as in render_svg
                     bbox=_HALO if style.halo else None,
                     clip_on=False,
                 )

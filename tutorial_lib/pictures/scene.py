@@ -138,7 +138,7 @@ def text_width(text: str, family: str = "mono", size: float = 8.0, weight: str =
     Monospace text is counted (``MONO_CHAR_WIDTH`` per character). Sans-serif text is measured with DejaVu
     Sans (its glyphs, such as ⚠, differ in width), plus 8% for Agg rounding each advance to whole pixels.
     """
-    lines = text.split("\n")
+    lines = visible(text).split("\n")  # measured as drawn: both renderers draw ``visible(text)``
     if family == "mono":
         return max(len(line) for line in lines) * size * MONO_CHAR_WIDTH
     from matplotlib.font_manager import FontProperties

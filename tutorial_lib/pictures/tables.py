@@ -15,18 +15,20 @@ import itertools
 
 from ..common.checks import require_type
 from ..common.text import plural
-from ..facts.ops import OpReport, view_or_copy
-from .palette import COPY, MUTED, STALE, VERDICT_COLOURS, tint
+from ..facts.ops import OpReport, expression_items, view_or_copy
+from .palette import ALIAS, COPY, MUTED, STALE, VERDICT_COLOURS, tint
 from .scene import FAMILIES
 
-#: Each verdict's mark and its singular and plural in the caption, and its row's tint (copies and in-place writes
-#: stand out; views, the most common verdict, stay plain). Its chip and the row's left bar take the verdict's
+#: Each verdict's mark and its singular and plural in the caption, and its row's tint (aliases, copies and in-place
+#: writes stand out; views, the most common verdict, stay plain). Its chip and the row's left bar take the verdict's
 #: colour from ``VERDICT_COLOURS``.
 _VERDICTS = {
     "view": ("👁 view", "view", "views", ""),
+    "alias": ("🔗 alias", "alias", "aliases", tint(ALIAS, 0.2)),
     "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2)),
     "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15)),
     "same tensor": ("= same tensor", "same-tensor result", "same-tensor results", ""),
+    "existing memory": ("↩ existing memory", "existing-memory result", "existing-memory results", ""),
     "not a tensor": ("– not a tensor", "non-tensor result", "non-tensor results", ""),
 }
 #: Tables with more rows than this scroll inside a box ``SCROLL_BOX_ROWS`` rows high, under a header that stays.
@@ -141,10 +143,12 @@ def op_table(report_or_expressions, **tensors) -> OpTable:
         An ``OpTable`` (HTML in Jupyter, plain text with ``print``).
 
     Raises:
-        TypeError / ValueError: as ``view_or_copy`` for bad expressions or tensors.
+        TypeError / ValueError: as ``view_or_copy`` for bad expressions (naming ``report_or_expressions``) or
+            tensors.
     """
     if isinstance(report_or_expressions, OpReport):
         if tensors:
             raise ValueError("tensors are only needed with expressions, not with a finished OpReport")
         return OpTable(report_or_expressions)
+    expression_items(report_or_expressions, "report_or_expressions")  # its errors name this function's argument
     return OpTable(view_or_copy(report_or_expressions, **tensors))

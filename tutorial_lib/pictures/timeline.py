@@ -183,18 +183,19 @@ def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
         labelled = [([allocation], _band_label(allocation)) for allocation in drawn]
     above = []
     for group, label in labelled:
-        heights = [0] * columns
+        # each allocation adds its bytes from the column that made it to its last: a change at both ends, summed
+        # up once (adding column by column costs ops × allocations alive)
+        changes = [0] * (columns + 1)
         for allocation in group:
-            for column in range(allocation.allocated_at, _last(allocation, report) + 1):
-                heights[column] += allocation.nbytes
-        above.append(_Band(group[0].kind, heights, label))
-    stacked = [sum(band.heights[c] for band in above) for c in range(columns)]
-    before = [0] * columns  # freed in the block: below zero from the column that freed it on
+            changes[allocation.allocated_at] += allocation.nbytes
+            changes[_last(allocation, report) + 1] -= allocation.nbytes
+        above.append(_Band(group[0].kind, list(itertools.accumulate(changes[:columns])), label))
+    stacked = [sum(column) for column in zip(*(band.heights for band in above))] if above else [0] * columns
+    changes = [0] * (columns + 1)  # freed in the block: below zero from the column that freed it on
     for allocation in report.allocations:
         if allocation.allocated_at is None:
-            start = allocation.freed_at + (0 if allocation.freed_inside else 1)
-            for column in range(start, columns):
-                before[column] -= allocation.nbytes
+            changes[min(allocation.freed_at + (0 if allocation.freed_inside else 1), columns)] -= allocation.nbytes
+    before = list(itertools.accumulate(changes[:columns]))
     held = [held for _, held in report.timeline] + [report.allocated]
     rounding = [max(0, held[c] - before[c] - stacked[c]) for c in range(columns)]
     if any(rounding):  # CUDA: the allocator's blocks are bigger than the tensors' bytes
@@ -281,22 +282,38 @@ def _band_points(heights: list, bottoms: list, x_of, scale) -> list[list[tuple]]
         for column in stretch:
             left, right = x_of(column, column != stretch[-1])
             top_y, bottom_y = scale(bottoms[column] + heights[column]), scale(bottoms[column])
-            top += [(left, top_y), (right, top_y)]
-            bottom += [(left, bottom_y), (right, bottom_y)]
+            for edge, y in ((top, top_y), (bottom, bottom_y)):
+                if edge and edge[-1][1] == y:  # level with the column before: extend its run, no new corner
+                    edge[-1] = (right, y)
+                else:
+                    edge += [(left, y), (right, y)]
         outlines.append(top + bottom[::-1])
     return outlines
 
 
-def _op_hover(report: MemoryReport, column: int) -> str:
-    """What a column says on hover: the op, its phase, what it held, made and freed."""
+def _per_column(report: MemoryReport) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """The sizes of the allocations each op column made and freed, from one pass over the allocations (a hover
+    per column that scanned them all would cost ops × allocations: minutes for a block of 40,000 ops)."""
+    made: dict[int, list[int]] = {}
+    freed: dict[int, list[int]] = {}
+    for allocation in report.allocations:
+        if allocation.allocated_at is not None:
+            made.setdefault(allocation.allocated_at, []).append(allocation.nbytes)
+        if allocation.freed_at is not None:
+            freed.setdefault(allocation.freed_at, []).append(allocation.nbytes)
+    return made, freed
+
+
+def _op_hover(report: MemoryReport, column: int, per_column=None) -> str:
+    """What a column says on hover: the op, its phase, what it held, made and freed (``per_column``: the sizes
+    ``_per_column`` found, computed here when not given)."""
+    made, freed = _per_column(report) if per_column is None else per_column
     name, held = report.timeline[column]
     phase = report.phases[column]
     text = f"op {column + 1}: {op_name(name)}" + (f" ({phase})" if phase else "") + f"; holds {format_bytes(held)}"
     if report.most_held[column] > held:
         text += f", {format_bytes(report.most_held[column])} while it ran"
-    made = [a.nbytes for a in report.allocations if a.allocated_at == column]
-    freed = [a.nbytes for a in report.allocations if a.freed_at == column]
-    for verb, sizes in (("made", made), ("freed", freed)):
+    for verb, sizes in (("made", made.get(column, ())), ("freed", freed.get(column, ()))):
         if sizes:
             text += f"; {verb} {plural(len(sizes), 'allocation')}, {short_bytes(sum(sizes))}"
     return text
@@ -426,22 +443,28 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     items.append(Text(label_x, peak_y - 2, label, "peak-label", id=ident, anchor=anchor, baseline="bottom"))
 
 
-def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers: dict) -> None:
-    """A hover area per op column, and the ops' names under their columns (every ``every``-th)."""
+def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers) -> None:
+    """A hover area per op column with its text in ``hovers``, and the ops' names under their columns (every
+    ``every``-th); with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000 would cost seconds)."""
+    per_column = _per_column(report) if hovers is not None else None
     for column, (name, _) in enumerate(report.timeline):
+        named = show_ops and panel.columns[column] % every == 0
+        if hovers is None and not named:
+            continue
         left, right = panel.x_of(column, False)
         ident = f"{panel.prefix}-op-{column}"
-        items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
-        hovers[ident] = _op_hover(report, column)
-        if show_ops and panel.columns[column] % every == 0:
+        if hovers is not None:
+            items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
+            hovers[ident] = _op_hover(report, column, per_column)
+        if named:
             text = _tick_name(name)
             y = panel.frame_bottom + 4 + text_width(text, "mono", SMALL_FONT)
             items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
 
 
-def _plan(reports, labels, show_ops, ax=None) -> tuple[Scene, dict]:
-    """Once the arguments are checked (``ax`` only for its type): the scene, and the hover text of each op column,
-    band and legend swatch by id (the SVG's ``<title>``s)."""
+def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[Scene, dict]:
+    """Once the arguments are checked (``ax`` only for its type): the scene, and the hover text of each op column
+    (unless ``op_hovers`` is False), band and legend swatch by id (the SVG's ``<title>``s)."""
     reports, labels = _check(reports, labels, show_ops, ax)
     slots, total_slots, spans = _slots(reports)
     shown_slots = max(total_slots, 1)
@@ -475,7 +498,7 @@ def _plan(reports, labels, show_ops, ax=None) -> tuple[Scene, dict]:
         _draw_frame(panel, items)
         _draw_bands(panel, report, bands[index], items, hovers)
         _draw_peak(panel, report, items)
-        _draw_ops(panel, report, every, show_ops, items, hovers)
+        _draw_ops(panel, report, every, show_ops, items, hovers if op_hovers else None)
         y = panel.frame_bottom + names_height + 6
         if every > 1 and show_ops:
             note = f"op names: one in every {every} ({plural(len(report.timeline), 'op')})"
@@ -536,7 +559,7 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
             ``show_ops`` is not a bool.
         ValueError: a report still measuring, or ``labels`` not one per report.
     """
-    return _figure(_plan(reports, labels, show_ops, ax)[0], ax)
+    return _figure(_plan(reports, labels, show_ops, ax, op_hovers=False)[0], ax)
 
 
 # ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver

@@ -24,6 +24,7 @@ from ..facts.graph import (
     error_versions,
     grad_fn_of,
     inplace_hazards,
+    require_graph_tensor,
     tensor_in_error,
 )
 from ..pictures import render_mpl
@@ -130,7 +131,7 @@ class ErrorReport:
 def _tensor_for_graph(fn, args, graph_of):
     if graph_of is not None:
         require_type(graph_of, torch.Tensor, "graph_of", "a torch.Tensor or None")
-        return graph_of
+        return require_graph_tensor(graph_of, "graph_of")
     owner = getattr(fn, "__self__", None)  # show_error(out.backward)
     if isinstance(owner, torch.Tensor):
         return owner
@@ -161,6 +162,7 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
 
     Raises:
         TypeError: ``fn`` is not callable, or ``graph_of``/``names`` has the wrong type.
+        ValueError: ``graph_of`` is a sparse or nested tensor (it has no graph to draw).
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable (e.g. out.backward or a lambda), got {describe(fn)}")
