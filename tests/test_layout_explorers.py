@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import colours  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from ground_truth import truth_map  # noqa: E402
@@ -679,3 +680,27 @@ def test_the_address_table_says_1_byte_per_element():
     explorer.dtype.value = "uint8"
     assert torch.empty(0, dtype=torch.uint8).element_size() == 1
     assert "· 1 byte per element" in explorer.table.value and "1 bytes" not in explorer.table.value
+
+
+def tensor_fills(scene, name: str) -> set:
+    """The fills of the cells a tensor called ``name`` is drawn with: its grid and its row."""
+    return {
+        scene.styles[item.style].fill
+        for item in scene.items
+        if item.id and item.style.startswith("row") and f":{name}:" in item.id
+    }
+
+
+@pytest.mark.parametrize("expression, verdict", [("x[1:, ::2]", "view"), ("x.t()", "view"), ("x[[0, 2]]", "copy")])
+def test_the_result_is_drawn_in_a_tensor_tint_and_only_the_badge_in_the_verdict_colour(expression, verdict):
+    # Issue 22: the result was always drawn in the second tint, the COPY orange's sibling, so a view was painted
+    # orange under a blue VIEW badge. The badge alone carries the verdict's colour.
+    explorer = view_copy_explorer()
+    explorer.operation.value = expression
+    assert explorer.row.verdict == verdict
+    word, colour = badge(explorer.verdict.value)
+    assert (word, colour) == (BADGES[verdict], palette.VERDICT_COLOURS[verdict][0])
+    for name in ("x", expression):
+        fills = tensor_fills(explorer.scene, name)
+        assert fills and fills <= set(palette.TENSOR_TINTS), (name, fills)
+        assert not [fill for fill in fills if colours.near_a_verdict(fill)], (name, fills)

@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import colours  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from ground_truth import truth_map  # noqa: E402
@@ -867,3 +868,17 @@ def test_reads_sentences_with_bytes_are_true_beside_a_row_of_another_itemsize(t)
 def test_the_fact_checks_examples_read_as_they_should(tensor, sentence):
     assert row_sentence(layout_summary(tensor, names=["t"]), "t") == sentence
     check_reads_sentence(sentence, tensor)
+
+
+def test_chapter_2s_view_and_copy_are_drawn_in_tints_no_verdict_colour_could_be_taken_for():
+    # Issue 22: in chapter 2's picture the view x[::2] was drawn orange (the COPY hue) and the copy yellow.
+    x = torch.arange(100.0, 112.0).view(3, 4)
+    fig = draw_layout(x, x[::2], x[[0, 2]], names=["x", "x[::2]", "x[[0, 2]]"])
+    fills = {}
+    for item in fig.scene.items:
+        if item.id and item.style.startswith("row"):
+            name = next(n for n in ("x[[0, 2]]", "x[::2]", "x") if f":{n}:" in item.id)
+            fills.setdefault(name, set()).add(fig.scene.styles[item.style].fill)
+    assert fills == {name: {palette.tensor_colour(k)} for k, name in enumerate(["x", "x[::2]", "x[[0, 2]]"])}
+    for name, (fill,) in fills.items():
+        assert not colours.near_a_verdict(fill), (name, fill, colours.near_a_verdict(fill))

@@ -2,6 +2,7 @@
 
 import itertools
 
+import colours
 import pytest
 
 from tutorial_lib.pictures import palette
@@ -85,3 +86,24 @@ def test_tint_mixes_with_white():
     for bad in (("red", 0.5), ("#cc3311", 1.5), ("#cc3311", True)):
         with pytest.raises(ValueError):
             palette.tint(*bad)
+
+
+def test_no_tensor_tint_is_of_a_verdicts_hue_or_looks_like_one_without_red_green_vision():
+    # Issue 22: x's tint was the VIEW blue's sibling and the second tensor's the COPY orange's, so a view was
+    # drawn orange under a blue VIEW badge. A tint must not be taken for a verdict, with any colour vision.
+    verdicts = colours.verdict_colours()
+    assert {palette.VIEW, palette.COPY, palette.STALE} <= set(verdicts)
+    near = {tint: colours.near_a_verdict(tint) for tint in palette.TENSOR_TINTS}
+    assert not {tint: found for tint, found in near.items() if found}, near
+    assert not set(palette.TENSOR_TINTS) & {background for background, _ in palette.VERDICT_COLOURS.values()}
+    # Most pictures draw two to four tensors: their tints differ for readers without red-green vision too.
+    for a, b in itertools.combinations(palette.TENSOR_TINTS[:4], 2):
+        gaps = [colours.distance(a, b, vision) for vision in (None, *colours.SIMULATIONS)]
+        assert min(gaps) > 15, (a, b, gaps)
+
+
+def test_verdict_colours_are_the_verdicts_and_their_text_is_readable_on_them():
+    assert palette.VERDICT_COLOURS["view"][0] == palette.VIEW and palette.VERDICT_COLOURS["copy"][0] == palette.COPY
+    assert palette.VERDICT_COLOURS["in-place"][0] == palette.STALE
+    for background, text in palette.VERDICT_COLOURS.values():
+        assert contrast(background, text) >= 4.5, (background, text)

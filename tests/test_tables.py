@@ -1,6 +1,7 @@
 """tutorial_lib.pictures.tables: ``op_table`` shows a view-or-copy report as an HTML table in Jupyter and as the
-report's own text elsewhere; verdicts are words with a mark, never colour alone, and everything is escaped;
-alike rows are grouped under one verdict with their count, and long tables scroll."""
+report's own text elsewhere; every row carries its verdict as a word with a mark on a chip in the explorer's badge
+colours (never colour alone), everything is escaped, runs of alike rows are grouped by a bracket with their count,
+and long tables scroll."""
 
 import xml.etree.ElementTree as ElementTree
 
@@ -8,7 +9,9 @@ import pytest
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib.explorers.layout_explorers import VERDICT_BADGES
 from tutorial_lib.facts.ops import OpReport
+from tutorial_lib.pictures import palette
 from tutorial_lib.pictures.tables import OpTable, op_table
 
 VIEWS = [f"x.view({n}, {12 // n})" for n in (1, 2, 3, 4, 6, 12)] * 4  # 24 rows, all views
@@ -24,12 +27,15 @@ def body_rows(table):
     return [row.findall("td") for row in parsed(table).find(".//tbody").findall("tr")]
 
 
-def grid(table):
-    """Each body row's five cells, a cell spanning rows repeated in every row it covers."""
+BRACKET = 4  # the bracket column, between the sharing and the aten ops
+
+
+def grid(table, brackets=False):
+    """Each body row's five cells (six with ``brackets``), a cell spanning rows repeated in every row it covers."""
     rows, spanning = [], {}  # column -> (cell, rows it still covers)
     for written in body_rows(table):
         cells, written = [], list(written)
-        for column in range(len(OpReport.HEADERS)):
+        for column in range(len(OpReport.HEADERS) + 1):
             if column in spanning:
                 cell, left = spanning.pop(column)
                 if left > 1:
@@ -40,8 +46,18 @@ def grid(table):
                     spanning[column] = (cell, int(cell.get("rowspan")) - 1)
             cells.append(cell)
         assert not written
-        rows.append(cells)
+        rows.append(cells if brackets else cells[:BRACKET] + cells[BRACKET + 1 :])
     return rows
+
+
+def runs(table):
+    """(first row, rows spanned, text) of each bracket grouping a run of alike rows."""
+    found = []
+    for index, cells in enumerate(body_rows(table)):
+        for cell in cells:
+            if cell.get("class") == "run" and int(cell.get("rowspan", "1")) > 1:
+                found.append((index, int(cell.get("rowspan")), cell_text(cell)))
+    return found
 
 
 def cell_text(cell):
@@ -63,7 +79,8 @@ def test_html_has_the_report_headers_and_one_row_per_expression():
     x = torch.arange(6.0).view(2, 3)
     table = op_table(["x.t()", "x[[0]]", "x.add_(1)"], x=x)
     root = parsed(table)
-    assert [cell_text(th) for th in root.iter("th")] == list(OpReport.HEADERS)
+    headers = [cell_text(th) for th in root.iter("th")]
+    assert headers == [*OpReport.HEADERS[:BRACKET], "", *OpReport.HEADERS[BRACKET:]]  # "": the brackets' column
     assert [len(cells) for cells in grid(table)] == [len(OpReport.HEADERS)] * 3
 
 
@@ -97,17 +114,45 @@ def test_the_marks_differ_per_verdict():
     assert len({mark.split()[0] for mark in marks}) == len(marks)
 
 
-def test_copies_and_writes_are_tinted_with_a_bold_word_and_views_are_not():
+def test_copies_and_writes_are_tinted_and_every_verdict_has_its_badge_colours():
     x = torch.arange(6.0).view(2, 3)
-    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()"], x=x)
+    table = op_table(["x.t()", "x[[0]]", "x.add_(1)", "x.contiguous()", "x.shape"], x=x)
     rows = parsed(table).find(".//tbody").findall("tr")
     tints = [style(row)["background"] for row in rows]
-    assert tints[0] == tints[3] == "#ffffff"  # the view and the same tensor: plain
+    assert tints[0] == tints[3] == tints[4] == "#ffffff"  # a view, the same tensor, not a tensor: plain
     assert len({tints[0], tints[1], tints[2]}) == 3  # a copy and a write: each its own tint
-    weights = [style(cells[1].find(".//span"))["font-weight"] for cells in grid(table)]
-    assert weights == ["normal", "bold", "bold", "normal"]
+    chips = [style(cells[1].find(".//span")) for cells in grid(table)]
+    assert [chip["font-weight"] for chip in chips] == ["bold", "bold", "bold", "bold", "normal"]
+    assert [chip.get("background") for chip in chips] == [
+        palette.VIEW,
+        palette.COPY,
+        palette.STALE,
+        palette.STORAGE,
+        None,
+    ]
     bars = [style(cells[0])["border-left"] for cells in grid(table)]
-    assert "transparent" in bars[0] and "transparent" not in bars[1] and bars[1] != bars[2]
+    assert bars[:4] == [
+        f"4px solid {colour}" for colour in (palette.VIEW, palette.COPY, palette.STALE, palette.STORAGE)
+    ]
+    assert "transparent" in bars[4]
+
+
+def test_every_row_carries_its_verdict_word_and_the_explorers_badge_colours():
+    # Issue 22: runs of alike rows used to leave every row after the first with blank verdict, bytes and sharing
+    # cells (29 of a 30-row table had no verdict), and a view was an emoji, not the VIEW blue of the badge.
+    x = torch.arange(12.0).view(3, 4)
+    expressions = [*VIEWS[:8], "x[[0, 2]]", "x[[1, 2]]", "x.data", "x.add_(1)", "x.contiguous()"]
+    table = op_table(expressions, x=x)
+    assert len(body_rows(table)) == len(expressions)
+    for row, cells, written in zip(table.report, table.report.table_rows(), body_rows(table)):
+        verdict_cells = [cell for cell in written if cell.find("span") is not None]
+        assert len(verdict_cells) == 1, row.expression  # its own verdict, in its own row
+        chip = style(verdict_cells[0].find("span"))
+        word, background, text_colour, _ = VERDICT_BADGES[row.verdict]
+        assert word.lower() in verdict_word(verdict_cells[0])
+        assert (chip["background"], chip["color"]) == (background, text_colour), row.expression
+        texts = [cell_text(cell) for cell in written if cell.get("class") != "run"]
+        assert texts[2:4] == list(cells[2:4])  # bytes and sharing too
 
 
 def test_code_is_monospace_and_every_cell_is_left_aligned():
@@ -126,20 +171,22 @@ def test_code_is_monospace_and_every_cell_is_left_aligned():
     assert all(style(cell)["text-align"] == "left" for cell in [*root.iter("th"), *root.iter("td")])
 
 
-def test_consecutive_rows_alike_share_one_verdict_cell_with_their_count():
+def test_runs_of_alike_rows_are_grouped_by_a_bracket_with_their_count_not_by_blank_cells():
     x = torch.arange(12.0).view(3, 4)
     expressions = ["x.t()", "x[0]", "x.view(4, 3)", "x[[0, 2]]", "x[[1, 2]]", "x[:, [1, 3]]", "x.detach()"]
     table = op_table(expressions, x=x)
-    written = body_rows(table)
-    # views (3) | copies of 32 bytes (2) | a copy of 24 bytes | a view: four groups, one verdict cell each
-    assert [len(cells) for cells in written] == [5, 2, 2, 5, 2, 5, 5]
-    spans = [int(cells[1].get("rowspan", "1")) for cells in written if len(cells) == 5]
-    assert spans == [3, 2, 1, 1]
-    assert cell_text(written[0][1]) == "👁 view× 3 in a row"
-    assert cell_text(written[3][1]) == "📄 copy× 2 in a row" and cell_text(written[5][1]) == "📄 copy"
+    # views (3) | copies of 32 bytes (2) | a copy of 24 bytes | a view: every row has its five cells, and the
+    # first row of each run its bracket cell, spanning the run when it has more than one row
+    assert [len(cells) for cells in body_rows(table)] == [6, 5, 5, 6, 5, 6, 6]
+    assert runs(table) == [(0, 3, "× 3 alike"), (3, 2, "× 2 alike")]
+    bracket = style(body_rows(table)[0][BRACKET])
+    assert bracket["border"].startswith("2px solid") and bracket["border-left"] == "none"
+    verdicts = [verdict_word(cells[1]) for cells in grid(table)]
+    assert verdicts == ["👁 view"] * 3 + ["📄 copy"] * 3 + ["👁 view"]
     # a copy keeps its result's bytes; its ops also made the index list as a tensor (2 int64: 16 bytes)
     made = ["32 kept of 48 made", "32 kept of 48 made", "24 kept of 40 made"]
     assert [cell_text(cells[2]) for cells in grid(table)] == ["0", "0", "0", *made, "0"]
+    assert [cell_text(cells[3]) for cells in grid(table)] == ["yes"] * 3 + ["no"] * 3 + ["yes"]
     with tl.trace_ops() as ops:
         x[[0, 2]]
     assert sum(op.new_bytes for op in ops) == 48
@@ -161,7 +208,8 @@ def test_a_long_table_scrolls_under_its_header_and_a_short_one_does_not():
     assert len(boxes) == 1 and style(boxes[0])["overflow-y"] == "auto"
     assert int(style(boxes[0])["max-height"].removesuffix("px")) < 19 * len(VIEWS)  # shorter than the rows
     assert all(style(th)["position"] == "sticky" for th in parsed(long_table).iter("th"))
-    assert cell_text(body_rows(long_table)[0][1]) == f"👁 view× {len(VIEWS)} in a row"
+    assert runs(long_table) == [(0, len(VIEWS), f"× {len(VIEWS)} alike")]
+    assert [verdict_word(cells[1]) for cells in grid(long_table)] == ["👁 view"] * len(VIEWS)
     short_table = op_table(VIEWS[:12], x=x)
     assert not [div for div in parsed(short_table).iter("div") if "max-height" in style(div)]
     assert not any("position" in style(th) for th in parsed(short_table).iter("th"))

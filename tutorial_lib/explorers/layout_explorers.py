@@ -456,16 +456,21 @@ class StrideExplorer(Explorer):
 
 
 #: How the view/copy explorer's badge shows each verdict: (word, background, text colour, what the sentence
-#: beside it says after the expression). The colours are the course palette's verdicts (view blue, alias teal, copy
-#: orange, in-place vermilion, storage grey), told apart with every common colour vision; the word and the sentence
-#: say it without colour.
+#: beside it says after the expression). The colours are the course palette's verdicts (``VERDICT_COLOURS``: view
+#: blue, alias teal, copy orange, in-place vermilion, storage grey; the op table's verdict chips use the same),
+#: told apart with every common colour vision and never used for a tensor; the word and the sentence say it
+#: without colour.
 VERDICT_BADGES = {
-    "view": ("VIEW", palette.VIEW, palette.PAPER, "is a view of x"),
-    "alias": ("ALIAS", palette.ALIAS, palette.PAPER, "shares x's memory but not its version counter"),
-    "copy": ("COPY", palette.COPY, palette.INK, "is a copy"),
-    "in-place": ("IN-PLACE", palette.STALE, palette.PAPER, "changes x in place"),
-    "same tensor": ("SAME TENSOR", palette.STORAGE, palette.INK, "returns x itself"),
-    "existing memory": ("EXISTING", palette.PAPER, palette.INK, "returns memory x held before, not x's own"),
+    "view": ("VIEW", *palette.VERDICT_COLOURS["view"], "is a view of x"),
+    "alias": ("ALIAS", *palette.VERDICT_COLOURS["alias"], "shares x's memory but not its version counter"),
+    "copy": ("COPY", *palette.VERDICT_COLOURS["copy"], "is a copy"),
+    "in-place": ("IN-PLACE", *palette.VERDICT_COLOURS["in-place"], "changes x in place"),
+    "same tensor": ("SAME TENSOR", *palette.VERDICT_COLOURS["same tensor"], "returns x itself"),
+    "existing memory": (
+        "EXISTING",
+        *palette.VERDICT_COLOURS["existing memory"],
+        "returns memory x held before, not x's own",
+    ),
 }
 #: What the view/copy explorer's "compare with" dropdown shows when nothing is compared.
 NO_COMPARISON = "nothing"

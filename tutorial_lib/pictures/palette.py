@@ -3,11 +3,13 @@
 Every picture's style sheet takes its colours from here, so a colour means the same thing in every picture:
 
 - a tensor's own colour (``tensor_colour(k)``) marks that tensor wherever it is drawn: its row and grid in a
-  layout, its chip in a graph. These light tints are used for nothing else;
+  layout, its chip in a graph. These light tints are used for nothing else, and none is of a verdict's hue (no
+  blue, orange, vermilion or teal), so a view drawn in a tint never looks like a COPY or a copy like a VIEW;
 - ``STALE`` (vermilion) means "changed after it was saved / written in place / an error backward raises": hazard
   borders, in-place edges, errors, IN-PLACE badges;
 - ``VIEW`` (blue) and ``COPY`` (orange) are the two verdicts of chapter 2, in badges and op tables; ``ALIAS``
-  (teal) the third: the input's memory without its version counter (``x.data``, ``copy.copy(x)``);
+  (teal) the third: the input's memory without its version counter (``x.data``, ``copy.copy(x)``). Each has its
+  text colour in ``VERDICT_COLOURS``; they colour verdicts only, never a tensor;
 - ``STORAGE`` and the greys are storage cells, frames and unread or unknown cells;
 - ``MEMORY_KINDS`` colour the bands of memory pictures (parameters, gradients, ...).
 
@@ -34,21 +36,34 @@ STALE = "#cc3311"  # Tol vibrant red
 VIEW = "#0077bb"  # Tol vibrant blue
 COPY = "#ee7733"  # Tol vibrant orange
 ALIAS = "#009988"  # Tol vibrant teal
+#: Each verdict's badge: (background, text colour), shared by the view/copy explorer's badge and the op table's
+#: verdict chips, so a verdict looks the same wherever it is shown.
+VERDICT_COLOURS = {
+    "view": (VIEW, PAPER),
+    "alias": (ALIAS, "#000000"),  # black: white (3.5:1) and INK (4.48:1) on this teal are too faint for 13-px text
+    "copy": (COPY, INK),
+    "in-place": (STALE, PAPER),
+    "same tensor": (STORAGE, INK),
+    "existing memory": (PAPER, INK),
+}
 
-#: Light tints for tensors (Tol's "light" scheme, then "pale"): twelve before one repeats.
+#: Light tints for tensors, from Paul Tol's schemes ("light", "PRGn", the discrete rainbow, "iridescent",
+#: "YlOrBr"): yellows, greens, lilacs, pink. Twelve before one repeats, each at least 35 degrees of CIELAB hue from
+#: every verdict colour and far from them with protanopia and deuteranopia too, dark text readable on each
+#: (tests/test_palette.py). The first ones differ most, since most pictures draw two or three tensors.
 TENSOR_TINTS = (
-    "#77aadd",
-    "#ee8866",
-    "#eedd88",
-    "#ffaabb",
-    "#99ddff",
-    "#44bb99",
-    "#bbcc33",
-    "#aaaa00",
-    "#bbccee",
-    "#cceeff",
-    "#ccddaa",
-    "#eeeebb",
+    "#eedd88",  # light yellow
+    "#c2a5cf",  # lilac
+    "#90c987",  # green
+    "#ffaabb",  # pink
+    "#ddecbf",  # pale green
+    "#9d7db2",  # purple
+    "#f7f040",  # bright yellow
+    "#e7d4e8",  # pale lilac
+    "#5aae61",  # deep green
+    "#fff7bc",  # pale yellow
+    "#d0e7ca",  # pale grey-green
+    "#d1bbd7",  # light purple
 )
 
 #: Bands of memory pictures, by kind (facts.memory.KINDS; Tol's "muted" scheme), and the allocator's layers:

@@ -1,9 +1,11 @@
 """``op_table``: the view-or-copy report as a table, HTML in Jupyter and plain text elsewhere.
 
-The HTML is compact and left-aligned: code in monospace, consecutive rows with the same verdict, bytes and
-sharing grouped under one verdict cell with their count, copies and in-place writes tinted with their verdict
-word in bold (the word is always there, so colour is never the only sign), a caption that counts the verdicts,
-and long tables scrolling under a header that stays put. Inline styles only, so it looks the same everywhere.
+The HTML is compact and left-aligned: code in monospace; every row carries its own verdict as a word with a mark
+on a chip in the verdict's colour (the view/copy explorer's badge colours, ``palette.VERDICT_COLOURS``: the word is
+always there, so colour is never the only sign), its bytes and its sharing; consecutive rows with the same verdict,
+bytes and sharing are grouped by a bracket with their count; copies and in-place writes are tinted; a caption
+counts the verdicts, and long tables scroll under a header that stays put. Inline styles only, so it looks the
+same everywhere.
 """
 
 from __future__ import annotations
@@ -14,19 +16,20 @@ import itertools
 from ..common.checks import require_type
 from ..common.text import plural
 from ..facts.ops import OpReport, expression_items, view_or_copy
-from .palette import ALIAS, COPY, INK, STALE, tint
+from .palette import ALIAS, COPY, MUTED, STALE, VERDICT_COLOURS, tint
 from .scene import FAMILIES
 
-#: Each verdict's mark, its plural in the caption, and its look: row tint, left bar and verdict colour (the
-#: palette's: orange for copies, vermilion for in-place writes, teal for aliases: told apart with any colour vision).
+#: Each verdict's mark and its singular and plural in the caption, and its row's tint (aliases, copies and in-place
+#: writes stand out; views, the most common verdict, stay plain). Its chip and the row's left bar take the verdict's
+#: colour from ``VERDICT_COLOURS``.
 _VERDICTS = {
-    "view": ("👁 view", "view", "views", "", "", "#1a1a1a"),
-    "alias": ("🔗 alias", "alias", "aliases", tint(ALIAS, 0.2), f"4px solid {ALIAS}", INK),
-    "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2), f"4px solid {COPY}", INK),
-    "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15), f"4px solid {STALE}", STALE),
-    "same tensor": ("= same tensor", "same-tensor result", "same-tensor results", "", "", "#1a1a1a"),
-    "existing memory": ("↩ existing memory", "existing-memory result", "existing-memory results", "", "", "#1a1a1a"),
-    "not a tensor": ("– not a tensor", "non-tensor result", "non-tensor results", "", "", "#666666"),
+    "view": ("👁 view", "view", "views", ""),
+    "alias": ("🔗 alias", "alias", "aliases", tint(ALIAS, 0.2)),
+    "copy": ("📄 copy", "copy", "copies", tint(COPY, 0.2)),
+    "in-place": ("✎ in-place", "in-place write", "in-place writes", tint(STALE, 0.15)),
+    "same tensor": ("= same tensor", "same-tensor result", "same-tensor results", ""),
+    "existing memory": ("↩ existing memory", "existing-memory result", "existing-memory results", ""),
+    "not a tensor": ("– not a tensor", "non-tensor result", "non-tensor results", ""),
 }
 #: Tables with more rows than this scroll inside a box ``SCROLL_BOX_ROWS`` rows high, under a header that stays.
 SCROLL_AFTER_ROWS = 20
@@ -36,11 +39,13 @@ _HEADER_PX = 24
 _MONO = ", ".join(FAMILIES["mono"])
 _SANS = ", ".join(FAMILIES["sans"])
 _CELL = "padding:1px 8px;text-align:left;vertical-align:top;white-space:nowrap;line-height:1.3"
+#: The bracket column, between the sharing and the aten ops: it spans a run of alike rows.
+_BRACKET_COLUMN = 4
 
 
-def _look(verdict: str) -> tuple[str, str, str, str, str, str]:
-    """The mark, caption words and colours of a verdict (an unknown verdict: its word, untinted)."""
-    return _VERDICTS.get(verdict, (verdict, verdict, verdict, "", "", "#1a1a1a"))
+def _look(verdict: str) -> tuple[str, str, str, str]:
+    """The mark, caption words and row tint of a verdict (an unknown verdict: its word, untinted)."""
+    return _VERDICTS.get(verdict, (verdict, verdict, verdict, ""))
 
 
 def _caption(report: OpReport) -> str:
@@ -52,33 +57,38 @@ def _caption(report: OpReport) -> str:
     return f"{plural(len(report), 'operation')}: {', '.join(parts)}"
 
 
-def _verdict_cell(verdict: str, rows: int) -> str:
-    """The verdict word with its mark, bold when it is a copy or a write; with the count when it spans rows."""
-    mark, _, _, tint, _, colour = _look(verdict)
-    weight = "bold" if tint else "normal"
-    count = f"<span style='font-size:11px;color:#555555'>× {rows} in a row</span>" if rows > 1 else ""
-    # sticky: a group's verdict stays in sight while its rows scroll under the header
-    inner = (
-        f"<div style='position:sticky;top:{_HEADER_PX}px'>"
-        f"<span style='font-weight:{weight};color:{colour}'>{html.escape(mark)}</span>"
-        f"{'<br/>' + count if count else ''}</div>"
-    )
-    span = f" rowspan='{rows}'" if rows > 1 else ""
-    return f"<td{span} style='{_CELL}'>{inner}</td>"
+def _verdict_cell(verdict: str) -> str:
+    """The verdict word with its mark, bold on a chip in the verdict's badge colours (plain grey text without one)."""
+    mark = html.escape(_look(verdict)[0])
+    if verdict not in VERDICT_COLOURS:
+        return f"<td style='{_CELL}'><span style='font-weight:normal;color:{MUTED}'>{mark}</span></td>"
+    background, colour = VERDICT_COLOURS[verdict]
+    chip = f"font-weight:bold;color:{colour};background:{background};padding:0 5px;border-radius:3px"
+    return f"<td style='{_CELL}'><span style='{chip}'>{mark}</span></td>"
+
+
+def _bracket_cell(rows: int) -> str:
+    """A bracket spanning a run of ``rows`` alike rows, with their count (an empty cell for a single row)."""
+    if rows == 1:
+        return f"<td class='run' style='{_CELL}'></td>"
+    bracket = f"border:2px solid {MUTED};border-left:none;vertical-align:middle;font-size:11px;color:{MUTED}"
+    return f"<td class='run' rowspan='{rows}' style='{_CELL};{bracket}'>× {rows} alike</td>"
 
 
 def _group_rows(verdict: str, group: list, first_in_table: bool) -> list[str]:
-    """The ``<tr>``s of consecutive rows with one verdict, bytes and sharing: shared cells span the group."""
-    _, _, _, tint, bar, _ = _look(verdict)
+    """The ``<tr>``s of consecutive rows with one verdict, bytes and sharing, each with all its cells; a bracket
+    beside them spans the group."""
+    row_tint = _look(verdict)[3]
+    bar = f"4px solid {VERDICT_COLOURS[verdict][0]}" if verdict in VERDICT_COLOURS else "4px solid transparent"
     rows = []
     for position, cells in enumerate(group):
         line = "1px solid #bbbbbb" if position == 0 and not first_in_table else "none"
-        style = f"background:{tint or '#ffffff'};border-top:{line}"
-        code = f"<td style='{_CELL};font-family:{_MONO};border-left:{bar or '4px solid transparent'}'>"
-        parts = [f"<tr style='{style}'>", f"{code}{html.escape(cells[0])}</td>"]
+        style = f"background:{row_tint or '#ffffff'};border-top:{line}"
+        code = f"<td style='{_CELL};font-family:{_MONO};border-left:{bar}'>{html.escape(cells[0])}</td>"
+        parts = [f"<tr style='{style}'>", code, _verdict_cell(verdict)]
+        parts += [f"<td style='{_CELL}'>{html.escape(cells[i])}</td>" for i in (2, 3)]
         if position == 0:
-            parts.append(_verdict_cell(verdict, len(group)))
-            parts += [f"<td rowspan='{len(group)}' style='{_CELL}'>{html.escape(cells[i])}</td>" for i in (2, 3)]
+            parts.append(_bracket_cell(len(group)))
         parts.append(f"<td style='{_CELL};font-family:{_MONO};color:#444444'>{html.escape(cells[4])}</td></tr>")
         rows.append("".join(parts))
     return rows
@@ -98,9 +108,10 @@ class OpTable:
 
     def _repr_html_(self) -> str:
         sticky = "position:sticky;top:0;" if len(self.report) > SCROLL_AFTER_ROWS else ""
+        headers = [*OpReport.HEADERS[:_BRACKET_COLUMN], "", *OpReport.HEADERS[_BRACKET_COLUMN:]]
         head = "".join(
             f"<th style='{_CELL};{sticky}background:#f0f0f0;border-bottom:1px solid #888888'>{html.escape(h)}</th>"
-            for h in OpReport.HEADERS
+            for h in headers
         )
         rows = []
         keyed = zip(self.report, self.report.table_rows())
