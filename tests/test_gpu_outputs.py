@@ -78,10 +78,14 @@ def test_record_runs_the_notebook_keeps_only_the_gpu_cells_and_store_reads_the_r
     assert recorder.main([str(out), "--executed", str(tmp_path / "ran"), str(path)]) == 0
     recording = json.loads(out.read_text())
     (cell,) = recording["n.ipynb"]
-    ran = nbformat.read(tmp_path / "ran" / "n.ipynb", as_version=4)  # the whole notebook, every cell's output
-    assert all(c.outputs for c in ran.cells if c.cell_type == "code")
-    assert cell["cell_index"] == 1 and cell["source"] == GPU_SOURCE
     expected = "No CUDA device here\n" if not torch.cuda.is_available() else None
+    ran = nbformat.read(tmp_path / "ran" / "n.ipynb", as_version=4)  # the whole notebook, every cell's output
+    assert [c.outputs[0]["text"] for c in ran.cells if c.cell_type == "code" and c.outputs] == [
+        "1\n",
+        *([expected] if not torch.cuda.is_available() else []),  # with CUDA the gpu cell prints nothing
+        "2\n",
+    ]
+    assert cell["cell_index"] == 1 and cell["source"] == GPU_SOURCE
     if expected:
         assert [o["text"] for o in cell["outputs"]] == [expected]
     assert recording["_machine"]["torch"] == torch.__version__

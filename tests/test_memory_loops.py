@@ -371,6 +371,29 @@ def test_pinned_memory_counts_as_the_same_memory_unpinned():
     assert mem.allocated == nbytes(held) and mem.allocations[-1].source == "pinned"
 
 
+def test_a_storage_that_cannot_be_resized_counts_its_bytes_only_when_pinned():
+    """pin_memory() gives a storage that cannot be resized (aten _pin_memory); the CPU path took every such storage
+    for memory no allocator of torch's made (torch.from_numpy's) and counted 0 B: on an H100, `x.pin_memory()` in a
+    block reported allocated=0 B, peak=0 B. Here, without CUDA, the rule itself: a non-resizable storage counts
+    its bytes when its source is "pinned", and only then."""
+    from tutorial_lib.facts.memory import _bytes_of, _source_of
+
+    storage = torch.from_numpy(numpy.zeros(1000, dtype=numpy.float32)).untyped_storage()
+    assert not storage.resizable()
+    assert _bytes_of(storage, "pinned") == 4000 and _bytes_of(storage, "CPU allocator") == 0
+    expected = "pinned" if storage.is_pinned() else "CPU allocator"
+    assert _source_of(storage) == expected == "CPU allocator"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned memory needs CUDA's host allocator")
+def test_a_pinned_tensor_from_before_the_block_counts_its_free():
+    """A pinned batch from the previous iteration (DataLoader(pin_memory=True)) bound again inside the block."""
+    held = torch.randn(1000, 1000).pin_memory()
+    with measure_memory() as mem:
+        del held
+    assert mem.allocated == -4_000_000
+
+
 # ------------------------------------------------------------------------------------ 6. torch.compile
 def test_a_compiled_function_is_measured_compiled_and_stays_compiled():
     """Under a dispatch mode Dynamo ran the function uncompiled, and marked it to stay so (review W3)."""

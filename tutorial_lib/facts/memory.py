@@ -95,12 +95,14 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 from torch._C._profiler import _EventType, _RecordFunctionFast
+from torch.utils._python_dispatch import _disable_current_modes
 
 from ..common.checks import require_int, require_type
 from .live_storages import MAX_GRAPH_NODES, GenerationsWatch, LiveStorages, live_storages
@@ -539,16 +541,29 @@ def _allocator_bytes(storage) -> int:
         return 0
 
 
+def _bytes_of(storage, source: str) -> int:
+    """The bytes a storage holds from an allocator: CUDA's host allocator gives ``pin_memory()`` a storage that
+    cannot be resized (``_pin_memory`` in aten/src/ATen/native/Memory.cpp), and it is still allocated memory."""
+    if source == "pinned":
+        return storage.nbytes()
+    return _allocator_bytes(storage)
+
+
 def _source_of(storage) -> str:
     try:
-        return "mapping" if storage.is_shared() else "CPU allocator"
+        if storage.is_shared():
+            return "mapping"
+        # pin_memory()'s storages cannot be resized; asking is_pinned only of those keeps the look cheap
+        return "pinned" if not storage.resizable() and _is_pinned(storage) else "CPU allocator"
     except (RuntimeError, NotImplementedError):
         return "CPU allocator"
 
 
 def _is_pinned(storage) -> bool:
     try:
-        return storage.is_pinned()
+        with _disable_current_modes(), warnings.catch_warnings():  # a user's dispatch mode must not see this
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch passes is_pinned a deprecated device
+            return storage.is_pinned()
     except (RuntimeError, NotImplementedError):
         return False
 
@@ -634,9 +649,9 @@ class _CpuOpNamer(WatcherMode):
         return True
 
     def _watch(self, storage, key: int, from_before: bool, source: str | None = None, seen: bool = True) -> None:
-        nbytes = _allocator_bytes(storage)
-        address = storage.data_ptr()
         source = source or _source_of(storage)
+        nbytes = _bytes_of(storage, source)
+        address = storage.data_ptr()
         watched = _WatchedStorage(storage, self._on_free)
         watched.set(key, address, nbytes, from_before, source, storage.nbytes())
         self._watched[key] = watched
