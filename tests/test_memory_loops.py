@@ -444,6 +444,7 @@ def test_a_loaded_tensor_is_counted_when_the_profiler_saw_it_made():
     torch.save(torch.randn(1000), buffer)
     with measure_memory() as made:
         held = [torch.load(io.BytesIO(buffer.getvalue()))]
+    gc.collect()  # garbage earlier tests left in cycles would be freed by the collection inside the block too
     with collector_paused(), measure_memory() as mem:
         held.clear()
         gc.collect()  # torch.load leaves its tensor in a reference cycle
