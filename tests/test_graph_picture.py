@@ -520,8 +520,22 @@ def test_figures_show_in_jupyter_without_pyplot():
     # A bare Figure has no PNG formatter in IPython unless pyplot was imported: draw_graph gives it one.
     z, names = seed_example()
     fig = draw_graph(z, names=names)
-    png = fig._repr_png_()
+    png, shown_at = fig._repr_png_()
     assert png.startswith(b"\x89PNG")
+
+
+def test_figures_are_stored_at_twice_the_pixels_they_are_shown_at():
+    """Issue 22 item 8: 1x PNGs were soft on high-DPI screens. The PNG has twice the pixels each way of the size
+    Jupyter is told to show it at, so a 2x screen gets one image pixel per screen pixel."""
+    import struct
+
+    z, names = seed_example()
+    fig = draw_graph(z, names=names)
+    png, shown_at = fig._repr_png_()
+    pixels_wide, pixels_high = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    inches = fig.get_size_inches()
+    assert shown_at == {"width": round(inches[0] * 100), "height": round(inches[1] * 100)}
+    assert abs(pixels_wide - 2 * shown_at["width"]) <= 1 and abs(pixels_high - 2 * shown_at["height"]) <= 1
 
 
 def test_two_graphs_side_by_side_log_no_warning(caplog):

@@ -357,7 +357,7 @@ def test_figures_are_bare_sized_to_the_scene_and_display_as_png(matrix):
     fig = draw_layout(matrix)
     assert plt.get_fignums() == before  # nothing registered with pyplot: no too-many-figures warning
     assert tuple(fig.get_size_inches() * 72) == pytest.approx((fig.scene.width, fig.scene.height))
-    assert fig._repr_png_().startswith(b"\x89PNG")
+    assert fig._repr_png_()[0].startswith(b"\x89PNG")
     # matplotlib drew every text of the scene, under its id.
     drawn = {t.get_gid(): t.get_text() for t in fig.axes[0].texts if t.get_gid()}
     assert drawn == {ident: text for ident, text in fig.scene.texts() if ident}

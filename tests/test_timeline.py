@@ -330,7 +330,7 @@ def test_timeline_is_a_bare_figure_that_shows_once():
     before = plt.get_fignums()
     fig = draw_memory_timeline(out_of_place)
     assert plt.get_fignums() == before
-    assert fig._repr_png_().startswith(b"\x89PNG")
+    assert fig._repr_png_()[0].startswith(b"\x89PNG")
 
 
 # ------------------------------------------------------------- CUDA: allocated vs reserved vs the driver

@@ -17,17 +17,29 @@ def png_bytes(fig, dpi: float = 100.0) -> bytes:
     return buffer.getvalue()
 
 
+#: A figure is shown at 100 pixels an inch and stored with twice as many pixels each way, so that it is sharp on a
+#: high-DPI screen (the notebook's output says the width and height to show it at).
+DISPLAY_DPI, PIXEL_DENSITY = 100.0, 2
+
+
+def display_png(fig) -> tuple[bytes, dict]:
+    """What Jupyter shows for a figure: PNG bytes at ``PIXEL_DENSITY`` times ``DISPLAY_DPI``, and the size in CSS
+    pixels to show them at (IPython takes a ``(data, metadata)`` pair from ``_repr_png_``)."""
+    width, height = (round(inches * DISPLAY_DPI) for inches in fig.get_size_inches())
+    return png_bytes(fig, dpi=DISPLAY_DPI * PIXEL_DENSITY), {"width": width, "height": height}
+
+
 def bare_figure(width_inches: float, height_inches: float):
     """A ``matplotlib.figure.Figure`` (not pyplot's) with one axes filling it, displayable on its own.
 
     Nothing global is registered, so there is no too-many-figures warning and no second copy from the
     inline backend when a notebook cell returns it. Without pyplot, IPython knows no PNG formatter for a
-    Figure, so this one carries its own ``_repr_png_``.
+    Figure, so this one carries its own ``_repr_png_`` (``display_png``: sharp on high-DPI screens).
     """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width_inches, height_inches))
-    fig._repr_png_ = partial(png_bytes, fig)
+    fig._repr_png_ = partial(display_png, fig)
     return fig, fig.add_axes((0, 0, 1, 1))
 
 
