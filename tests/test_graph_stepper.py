@@ -428,3 +428,16 @@ def test_a_custom_functions_hazard_says_backward_raises_only_if_it_reads_its_sav
         "backward() raises when it reaches it if F.backward reads ctx.saved_tensors"
     )
     stepper.namespace["out"].sum().backward()  # F.backward never reads them: no error
+
+
+def test_the_current_step_highlight_has_no_hue_a_tensor_or_verdict_uses():
+    """Issue 22: the pale-yellow highlight (#FFF0A8) sat beside the first tensor's yellow tint (#eedd88)."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    from tutorial_lib.pictures import palette
+
+    _, _, saturation = colorsys.rgb_to_hls(*to_rgb(HIGHLIGHT))
+    assert saturation < 0.05
+    assert HIGHLIGHT.lower() not in {c.lower() for c in palette.TENSOR_TINTS}

@@ -32,7 +32,7 @@ from .base import Explorer
 _NOTE_STYLE = Style(family="sans", size=10.0, color="#555555")
 _NOTE_MARGIN = 6.0  # points around the note
 #: The background of what the current step ran and changed, in the listing and the table.
-HIGHLIGHT = "#FFF0A8"
+HIGHLIGHT = "#e2e2e2"  # a grey: no hue of a tensor tint (yellow, green, lilac) or of a verdict
 #: The most the saved-tensor table takes up on the page; a longer table scrolls inside it.
 TABLE_HEIGHT = "14em"
 
