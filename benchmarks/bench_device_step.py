@@ -9,6 +9,7 @@ CPU: the profiler's own events, the tests' ground truth). A GPU step of a small 
 so the watchers' per-op cost decides whether people leave them on there.
 
 Usage: python benchmarks/bench_device_step.py [--device cpu|cuda] [--repeats N]
+A column whose instrument raises says "crashed" (the checkout before issue 21: watch_inplace on CUDA's backward).
 (the default device is cuda when one is present). It needs nothing private: with PYTHONPATH pointing at an older
 checkout it measures that one. Timings are never asserted in tests.
 """
@@ -102,14 +103,18 @@ def main(argv: list[str]) -> int:
                     with around():
                         step(model, optimizer, data, device)
 
-            return median_seconds(run, args.repeats) * 1000
+            try:
+                return f"{median_seconds(run, args.repeats) * 1000:.2f}"
+            except (RuntimeError, ValueError) as error:  # older watch_inplace on CUDA: "call stack is not deep enough"
+                print(f"  ({label}: {type(error).__name__}: {error})", file=sys.stderr)
+                return "crashed"
 
         plain, measured, watched = timed(), timed(lambda: measure_memory(device)), timed(watch_inplace)
         with measure_memory(device) as report:
             step(model, optimizer, data, device)
         allocated, peak = allocator_says(model, optimizer, data, device)
         print(
-            f"{label:<36} {plain:>9.2f} {measured:>18.2f} {watched:>17.2f} "
+            f"{label:<36} {plain:>9} {measured:>18} {watched:>17} "
             f"{f'{report.allocated:,} / {report.peak:,}':>28} {f'{allocated:,} / {peak:,}':>24}"
         )
     return 0
