@@ -20,21 +20,8 @@ ROLES = {
     **{f"memory {kind}": colour for kind, colour in palette.MEMORY_KINDS.items()},
 }
 
-# Machado et al. (2009) simulation matrices at full severity, applied to linear RGB.
-SIMULATIONS = {
-    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
-    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
-}
-
-
-def linear(colour: str) -> tuple[float, ...]:
-    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    return tuple(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
-
-
-def luminance(rgb) -> float:
-    r, g, b = rgb
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+SIMULATIONS = colours.SIMULATIONS  # Machado et al. (2009), full severity, on linear RGB
+linear, luminance = colours.linear, colours.luminance
 
 
 def contrast(a: str, b: str) -> float:
