@@ -12,6 +12,7 @@ the trace: action, address, size), with the device, torch version and date under
 import datetime
 import json
 import sys
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -86,7 +87,7 @@ def train_step():
     adam.step()
 
 
-# warm-up step outside (cuBLAS workspace, Adam state), then the recorded step
+# step_1 is the first step: it makes the cuBLAS workspaces, the gradients and Adam state; step_2 reuses them
 torch.cuda.synchronize()
 steps = {}
 for name in ("step_1", "step_2"):
