@@ -19,11 +19,13 @@ from .facts.inplace_watch import (
 )
 from .facts.memory import MemoryReport, format_bytes, measure_memory
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
+from .facts.places import SavedFile, StoragePlace, saved_file, storage_places
 from .facts.sharing import Sharing, sharing_of
 from .facts.storage import Layout, layout, same_storage, shares_memory
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
+from .pictures.places_picture import draw_places
 from .pictures.sharing_picture import draw_sharing
 from .pictures.tables import OpTable, op_table
 from .pictures.timeline import draw_cuda_memory, draw_memory_timeline
@@ -77,6 +79,11 @@ __all__ = [
     "Sharing",
     "draw_sharing",
     "sharing_of",
+    "SavedFile",
+    "StoragePlace",
+    "draw_places",
+    "saved_file",
+    "storage_places",
 ]
 
 
