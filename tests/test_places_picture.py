@@ -59,6 +59,7 @@ def test_a_shared_tensor_is_drawn_in_shared_memory_where_it_was_dashed_and_the_o
     assert isinstance(arrow, Arrow) and texts["movetext:0"] == "put()"
     assert arrow.points[0][0] == pytest.approx(ids["box:before:message"].x + ids["box:before:message"].w)
     assert arrow.points[-1][0] == pytest.approx(ids["box:message"].x)
+    assert arrow.points[0][1] == arrow.points[-1][1]  # boxes side by side: a level arrow
     assert fig.summary.startswith("this process's memory: message before (16 B) | shared memory: message (16 B)")
 
 
@@ -83,6 +84,23 @@ def test_a_file_shows_its_records_and_what_was_loaded_together_shares_one_new_bo
     assert texts["absent:cuda"] == "not run here: no GPU"
     assert scene.styles[scene.ids()["column:cuda"].style].dash is not None  # drawn empty, never invented
     assert "cuda: not run here: no GPU" in fig.summary
+
+
+def test_a_copy_in_the_same_place_gets_its_own_box_and_the_arrow_goes_round_beside_the_column():
+    integers = torch.tensor([1, 2, 3, 6])
+    floats = torch.tensor([1.0, 2.0])
+    fig = tl.draw_places(
+        {"floats": floats, "same": floats.to(torch.float32), "integers": integers, "copy": integers.to(torch.float32)},
+        moves=[("integers", "copy", ".to(torch.float32)")],
+    )
+    scene = fig.scene
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert texts["text:floats:1"] == "same" and "box:same" not in ids  # .to() returned floats: its storage
+    assert column_of(scene, "copy") == column_of(scene, "integers") == "this process's memory"
+    assert texts["text:copy:1"] == "storage: 16 B" and texts["text:integers:1"] == "storage: 32 B"
+    arrow, right = ids["move:0"], ids["box:integers"].x + ids["box:integers"].w
+    assert len(arrow.points) == 4 and arrow.points[1][0] > right and ids["movetext:0"].x > right
+    assert ids["movetext:0"].x + 40 < scene.width  # the words fit in the picture
 
 
 def test_text_is_readable_and_both_renderers_draw_it():

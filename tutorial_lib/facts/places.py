@@ -15,6 +15,7 @@ from ..common.checks import describe, require_tensor
 from .storage import same_storage
 
 OWN, SHARED, META = "this process's memory", "shared memory", "meta: no memory"
+OWN_OR_MAPPED = "this process's memory or a mapped file (no /proc/self/maps here to tell)"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def _place(tensor: torch.Tensor, storage) -> tuple[str, bool, str | None]:
         return str(tensor.device), storage.is_shared(), None
     if storage.is_shared():
         return SHARED, True, None
+    if not os.path.exists("/proc/self/maps"):  # not Linux: a mapped file cannot be told from own memory here
+        return OWN_OR_MAPPED, False, None
     backing = mapped_file(storage.data_ptr())
     return (f"file {backing}, mapped" if backing else OWN), False, backing
 

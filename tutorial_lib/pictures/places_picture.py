@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..common.checks import describe
 from ..facts.memory import format_bytes
-from ..facts.places import META, OWN, SHARED, SavedFile, StoragePlace, saved_file, storage_places
+from ..facts.places import META, OWN, OWN_OR_MAPPED, SHARED, SavedFile, StoragePlace, saved_file, storage_places
 from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STORAGE, TEXT_PT
 from .render_mpl import render, require_axes
 from .scene import Arrow, Rect, Scene, Style, Text, text_width
@@ -46,12 +46,18 @@ class _Box:
         self.x = self.y = 0.0
 
 
+def _short(nbytes: int) -> str:
+    """A size in its largest binary unit (``38.15 MiB``), or bytes; the summary keeps the exact count."""
+    text = format_bytes(nbytes)
+    return text[text.index("(") + 1 : -1] if "(" in text else text
+
+
 def _size(style: str) -> float:
     return STYLES[style].size
 
 
 def _order(column: str) -> tuple[int, str]:
-    fixed = {OWN: 0, SHARED: 1, ELSEWHERE: 2, ON_DISK: 5, META: 7}
+    fixed = {OWN: 0, OWN_OR_MAPPED: 0, SHARED: 1, ELSEWHERE: 2, ON_DISK: 5, META: 7}
     if column in fixed:
         return fixed[column], ""
     return (6 if column.startswith("file ") else 3), column  # devices, then mapped files
@@ -60,7 +66,7 @@ def _order(column: str) -> tuple[int, str]:
 def _storage_lines(place: StoragePlace, before: bool) -> list[tuple[str, str]]:
     style = "name-before" if before else "name"
     lines = [(f"{name} (before)" if before else name, style) for name in place.names]
-    return lines + [(f"storage: {format_bytes(place.nbytes)}", "note")]
+    return lines + [(f"storage: {_short(place.nbytes)}", "note")]
 
 
 def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent=None) -> str:
@@ -99,8 +105,8 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     for label, name in (elsewhere or {}).items():
         boxes.append(_Box(label, ELSEWHERE, [(label, "name"), (f"maps {name}'s storage", "note")], "process"))
     for file in files:
-        lines = [(file.name, "name"), (f"file: {format_bytes(file.nbytes)}", "note")]
-        lines += [(f"record data/{key}: {format_bytes(size)}", "note") for key, size in file.records]
+        lines = [(file.name, "name"), (f"file: {_short(file.nbytes)}", "note")]
+        lines += [(f"record data/{key}: {_short(size)}", "note") for key, size in file.records]
         boxes.append(_Box(file.name, ON_DISK, lines, "file"))
     columns = sorted({box.column for box in boxes} | set(absent or {}), key=_order)
     keys = {box.key: box for box in boxes}
@@ -142,17 +148,32 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
             line_y += _size(style) * 1.3
     for k, (source, target, how) in enumerate(moves):
         a, b = keys[source], keys[target]
+        top, low = max(a.y, b.y), min(a.y + a.h, b.y + b.h)
+        ya, yb = ((top + low) / 2,) * 2 if top < low else (a.y + a.h / 2, b.y + b.h / 2)  # level where they face
         if a.x + a.w <= b.x:  # left to right
-            start, end = (a.x + a.w, a.y + a.h / 2), (b.x, b.y + b.h / 2)
+            start, end = (a.x + a.w, ya), (b.x, yb)
         elif b.x + b.w <= a.x:
-            start, end = (a.x, a.y + a.h / 2), (b.x + b.w, b.y + b.h / 2)
-        else:  # one column: down (or up) the column's left side
-            start, end = (a.x + 12, a.y + a.h), (b.x + 12, b.y)
+            start, end = (a.x, ya), (b.x + b.w, yb)
+        else:  # one column: out of the right side, down (or up) beside the column, back in; the words beside it
+            out = max(a.x + a.w, b.x + b.w) + 14
+            points = (
+                (a.x + a.w, a.y + a.h / 2),
+                (out, a.y + a.h / 2),
+                (out, b.y + b.h / 2),
+                (b.x + b.w, b.y + b.h / 2),
+            )
+            items.append(Arrow(points, "move", f"move:{k}"))
+            middle = (out + 4, (a.y + a.h / 2 + b.y + b.h / 2) / 2)
+            items.append(Text(*middle, how, "move-text", f"movetext:{k}", "start", "middle"))
+            continue
         items.append(Arrow((start, end), "move", f"move:{k}"))
         middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 - 2)
         items.append(Text(*middle, how, "move-text", f"movetext:{k}", "middle", "bottom"))
     title = places_summary(places, before, files, moves, elsewhere, absent)
-    return Scene(x - gap + PAD, bottom + PAD, tuple(items), STYLES, title)
+    right = max(
+        [x - gap + PAD] + [i.x + text_width(i.text, MONO, NOTE_PT) + PAD for i in items if i.id.startswith("movetext:")]
+    )
+    return Scene(right, bottom + PAD, tuple(items), STYLES, title)
 
 
 def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, absent=None, ax=None):
