@@ -61,6 +61,7 @@ def test_a_shared_tensor_is_drawn_in_shared_memory_where_it_was_dashed_and_the_o
     assert arrow.points[-1][0] == pytest.approx(ids["box:message"].x)
     assert arrow.points[0][1] == arrow.points[-1][1]  # boxes side by side: a level arrow
     assert fig.summary.startswith("this process's memory: message before (16 B) | shared memory: message (16 B)")
+    assert fig.summary.endswith("| message (before) -> message by put() | the child's tensor -> message by mul_(2)")
 
 
 def test_a_file_shows_its_records_and_what_was_loaded_together_shares_one_new_box():

@@ -86,7 +86,11 @@ def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent
     for place, reason in (absent or {}).items():
         held.setdefault(place, []).append(reason)
     parts = [f"{column}: {'; '.join(held[column])}" for column in sorted(held, key=_order)]
-    parts += [f"{source} -> {target} by {how}" for source, target, how in moves]
+
+    def said(key: str) -> str:
+        return f"{key[len('before:') :]} (before)" if key.startswith("before:") else key
+
+    parts += [f"{said(source)} -> {said(target)} by {how}" for source, target, how in moves]
     return " | ".join(parts)
 
 
