@@ -71,3 +71,9 @@ def test_a_meta_tensor_has_no_memory_and_a_path_names_its_file(tmp_path):
 def test_bad_input_is_refused_naming_the_argument(call, error, named):
     with pytest.raises(error, match=named):
         call()
+
+
+def test_a_huge_tensor_is_placed_from_its_storage_alone():
+    huge = torch.zeros(1).expand(10**8)  # 10^8 elements on a 4-byte storage
+    (place,) = tl.storage_places({"huge": huge, "again": huge[5:]})
+    assert place.names == ("huge", "again") and place.nbytes == 4

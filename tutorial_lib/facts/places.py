@@ -122,17 +122,16 @@ def saved_file(source, name: str | None = None) -> SavedFile:
         TypeError: ``source`` is none of these. ValueError: it is not a zip file (``torch.save`` writes one).
     """
     if isinstance(source, io.BytesIO):
-        data, default = source.getvalue(), "in memory"
+        opened, size, default = io.BytesIO(source.getbuffer()), source.getbuffer().nbytes, "in memory"
     elif isinstance(source, (bytes, bytearray)):
-        data, default = bytes(source), "in memory"
+        opened, size, default = io.BytesIO(source), len(source), "in memory"
     elif isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as file:
-            data = file.read()
-        default = os.path.basename(os.fspath(source))
+        # zipfile reads the directory at the end of the file only: a 10 GB checkpoint is not read
+        opened, size, default = os.fspath(source), os.path.getsize(source), os.path.basename(os.fspath(source))
     else:
         raise TypeError(f"source must be a path, bytes or io.BytesIO, got {describe(source)}")
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(opened)
     except zipfile.BadZipFile:
         raise ValueError("source is not a file torch.save wrote (not a zip archive)") from None
     with archive:
@@ -141,4 +140,4 @@ def saved_file(source, name: str | None = None) -> SavedFile:
             for info in archive.infolist()
             if "/data/" in info.filename and not info.filename.endswith(".pkl")
         )
-    return SavedFile(name or default, len(data), records)
+    return SavedFile(name or default, size, records)
