@@ -104,6 +104,19 @@ def test_a_copy_in_the_same_place_gets_its_own_box_and_the_arrow_goes_round_besi
     assert ids["movetext:0"].x + 40 < scene.width  # the words fit in the picture
 
 
+def test_a_move_to_another_device_lands_in_that_devices_column():
+    # meta stands in for a GPU here (no CUDA on the test machine): a device column of its own, after own memory
+    floats = torch.tensor([1.0, 2.0])
+    moved = floats.to("meta")
+    fig = tl.draw_places({"floats": floats, "moved": moved}, moves=[("floats", "moved", '.to("meta")')])
+    scene = fig.scene
+    assert column_of(scene, "floats") == "this process's memory" and column_of(scene, "moved") == "meta: no memory"
+    ids = scene.ids()
+    assert ids["box:floats"].x < ids["box:moved"].x and "absent:cuda" not in ids
+    assert 'floats -> moved by .to("meta")' in fig.summary and "moved (no memory)" in fig.summary
+    assert dict(scene.texts())["text:moved:1"] == "no memory: shape and dtype only"
+
+
 def test_text_is_readable_and_both_renderers_draw_it():
     message, before = shared_message()
     scene = tl.draw_places({"message": message}, before=before, moves=[("before:message", "message", "put()")]).scene

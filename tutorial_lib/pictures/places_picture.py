@@ -66,14 +66,16 @@ def _order(column: str) -> tuple[int, str]:
 def _storage_lines(place: StoragePlace, before: bool) -> list[tuple[str, str]]:
     style = "name-before" if before else "name"
     lines = [(f"{name} (before)" if before else name, style) for name in place.names]
-    return lines + [(f"storage: {_short(place.nbytes)}", "note")]
+    size = "no memory: shape and dtype only" if place.place == META else f"storage: {_short(place.nbytes)}"
+    return lines + [(size, "note")]
 
 
 def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent=None) -> str:
     """The picture's one line: each place and what it holds, then the arrows."""
     held: dict[str, list[str]] = {}
     for place in places:
-        held.setdefault(place.place, []).append(f"{', '.join(place.names)} ({format_bytes(place.nbytes)})")
+        size = "no memory" if place.place == META else format_bytes(place.nbytes)
+        held.setdefault(place.place, []).append(f"{', '.join(place.names)} ({size})")
     for place in before:
         held.setdefault(place.place, []).append(f"{', '.join(place.names)} before ({format_bytes(place.nbytes)})")
     for label, name in (elsewhere or {}).items():
