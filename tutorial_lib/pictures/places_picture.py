@@ -121,7 +121,7 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     for k, (source, target, _) in enumerate(moves):
         for end in (source, target):
             if end not in keys:
-                raise ValueError(f"moves[{k}] names {end!r}, which is no tensor, file, process or 'before:' name here")
+                raise ValueError(f"moves[{k}] names {end!r}, which is none of the boxes here: {sorted(keys)}")
     gap = max([MIN_GAP] + [text_width(how, MONO, NOTE_PT) + 16 for _, _, how in moves])
     items, x, bottom = [], PAD, 0.0
     lefts = {}
