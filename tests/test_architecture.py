@@ -191,6 +191,10 @@ TESTED_BY = {
     "tools/errors.py": ["test_errors.py"],
     "tools/magics.py": ["test_magics.py"],
     "tools/explain.py": ["test_explain_cli.py"],
+    "facts/sharing.py": ["test_sharing.py"],
+    "pictures/sharing_picture.py": ["test_sharing_picture.py"],
+    "facts/places.py": ["test_places.py"],
+    "pictures/places_picture.py": ["test_places_picture.py"],
 }
 
 #: Modules whose test module is not named after them, and why.

@@ -19,10 +19,14 @@ from .facts.inplace_watch import (
 )
 from .facts.memory import MemoryReport, format_bytes, measure_memory
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
+from .facts.places import SavedFile, StoragePlace, saved_file, storage_places
+from .facts.sharing import Sharing, sharing_of
 from .facts.storage import Layout, layout, same_storage, shares_memory
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
+from .pictures.places_picture import draw_places
+from .pictures.sharing_picture import draw_sharing
 from .pictures.tables import OpTable, op_table
 from .pictures.timeline import draw_cuda_memory, draw_memory_timeline
 from .tools.errors import ErrorReport, show_error
@@ -72,6 +76,14 @@ __all__ = [
     "view_copy_explorer",
     "view_or_copy",
     "watch_inplace",
+    "Sharing",
+    "draw_sharing",
+    "sharing_of",
+    "SavedFile",
+    "StoragePlace",
+    "draw_places",
+    "saved_file",
+    "storage_places",
 ]
 
 

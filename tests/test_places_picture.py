@@ -1,0 +1,141 @@
+"""Chapter 7's places picture: each storage is a box in the column of the place torch says it lives in, with the
+tensors on it and its size; a file shows its storage records; arrows join the boxes the caller names."""
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import tutorial_lib as tl  # noqa: E402
+from tutorial_lib.pictures import palette  # noqa: E402
+from tutorial_lib.pictures.render_svg import svg  # noqa: E402
+from tutorial_lib.pictures.scene import Arrow, Text, size_of  # noqa: E402
+
+
+def column_of(scene, key):
+    ids = scene.ids()
+    box = ids[f"box:{key}"]
+    columns = [
+        k[len("column:") :]
+        for k, item in ids.items()
+        if k.startswith("column:") and item.x <= box.x and box.x + box.w <= item.x + item.w
+    ]
+    assert len(columns) == 1, (key, columns)
+    return columns[0]
+
+
+def shared_message():
+    message = torch.arange(4.0)
+    before = tl.storage_places({"message": message})
+    message.share_memory_()
+    return message, before
+
+
+def test_a_shared_tensor_is_drawn_in_shared_memory_where_it_was_dashed_and_the_other_process_maps_it():
+    message, before = shared_message()
+    fig = tl.draw_places(
+        {"message": message},
+        before=before,
+        elsewhere={"the child's tensor": "message"},
+        moves=[("before:message", "message", "put()"), ("the child's tensor", "message", "mul_(2)")],
+    )
+    scene = fig.scene
+    assert column_of(scene, "before:message") == "this process's memory"
+    assert column_of(scene, "message") == "shared memory"
+    assert column_of(scene, "the child's tensor") == "the other process"
+    ids = scene.ids()
+    # left to right: where it was, shared memory, the other process
+    assert ids["box:before:message"].x < ids["box:message"].x < ids["box:the child's tensor"].x
+    assert scene.styles[ids["box:before:message"].style].dash is not None  # gone now: dashed
+    assert scene.styles[ids["box:message"].style].fill == palette.STORAGE
+    texts = dict(scene.texts())
+    assert texts["text:message:1"] == "storage: 16 B" and texts["text:before:message:0"] == "message (before)"
+    # the arrows start at one box and end at the other, and say what the code did
+    arrow = ids["move:0"]
+    assert isinstance(arrow, Arrow) and texts["movetext:0"] == "put()"
+    assert arrow.points[0][0] == pytest.approx(ids["box:before:message"].x + ids["box:before:message"].w)
+    assert arrow.points[-1][0] == pytest.approx(ids["box:message"].x)
+    assert arrow.points[0][1] == arrow.points[-1][1]  # boxes side by side: a level arrow
+    assert fig.summary.startswith("this process's memory: message before (16 B) | shared memory: message (16 B)")
+    assert fig.summary.endswith("| message (before) -> message by put() | the child's tensor -> message by mul_(2)")
+
+
+def test_a_file_shows_its_records_and_what_was_loaded_together_shares_one_new_box():
+    base = torch.arange(10.0, 16.0)
+    buffer = io.BytesIO()
+    torch.save({"base": base, "window": base[2:5]}, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    fig = tl.draw_places(
+        {"base": base, "loaded base": loaded["base"], "loaded window": loaded["window"]},
+        files={"pair.pt": buffer},
+        moves=[("base", "pair.pt", "torch.save"), ("pair.pt", "loaded base", "torch.load")],
+        absent={"cuda": "not run here: no GPU"},
+    )
+    scene = fig.scene
+    texts = dict(scene.texts())
+    assert column_of(scene, "pair.pt") == "file on disk"
+    assert texts["text:pair.pt:2"] == "record data/0: 24 B"  # one storage, saved whole
+    assert texts["text:loaded base:1"] == "loaded window"  # one box: the pair came back on one storage
+    assert "box:loaded window" not in scene.ids()
+    assert texts["absent:cuda"] == "not run here: no GPU"
+    assert scene.styles[scene.ids()["column:cuda"].style].dash is not None  # drawn empty, never invented
+    assert "cuda: not run here: no GPU" in fig.summary
+
+
+def test_a_copy_in_the_same_place_gets_its_own_box_and_the_arrow_goes_round_beside_the_column():
+    integers = torch.tensor([1, 2, 3, 6])
+    floats = torch.tensor([1.0, 2.0])
+    fig = tl.draw_places(
+        {"floats": floats, "same": floats.to(torch.float32), "integers": integers, "copy": integers.to(torch.float32)},
+        moves=[("integers", "copy", ".to(torch.float32)")],
+    )
+    scene = fig.scene
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert texts["text:floats:1"] == "same" and "box:same" not in ids  # .to() returned floats: its storage
+    assert column_of(scene, "copy") == column_of(scene, "integers") == "this process's memory"
+    assert texts["text:copy:1"] == "storage: 16 B" and texts["text:integers:1"] == "storage: 32 B"
+    arrow, right = ids["move:0"], ids["box:integers"].x + ids["box:integers"].w
+    assert len(arrow.points) == 4 and arrow.points[1][0] > right and ids["movetext:0"].x > right
+    assert ids["movetext:0"].x + 40 < scene.width  # the words fit in the picture
+
+
+def test_a_move_to_another_device_lands_in_that_devices_column():
+    # meta stands in for a GPU here (no CUDA on the test machine): a device column of its own, after own memory
+    floats = torch.tensor([1.0, 2.0])
+    moved = floats.to("meta")
+    fig = tl.draw_places({"floats": floats, "moved": moved}, moves=[("floats", "moved", '.to("meta")')])
+    scene = fig.scene
+    assert column_of(scene, "floats") == "this process's memory" and column_of(scene, "moved") == "meta: no memory"
+    ids = scene.ids()
+    assert ids["box:floats"].x < ids["box:moved"].x and "absent:cuda" not in ids
+    assert 'floats -> moved by .to("meta")' in fig.summary and "moved (no memory)" in fig.summary
+    assert dict(scene.texts())["text:moved:1"] == "no memory: shape and dtype only"
+
+
+def test_text_is_readable_and_both_renderers_draw_it():
+    message, before = shared_message()
+    scene = tl.draw_places({"message": message}, before=before, moves=[("before:message", "message", "put()")]).scene
+    assert min(size_of(item, scene.styles) for item in scene.items if isinstance(item, Text)) >= palette.MIN_TEXT_PT
+    assert 'id="box:message"' in svg(scene)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "named"),
+    [
+        ({"moves": [("x", "nowhere", "to")]}, ValueError, "nowhere"),
+        ({"moves": [("x", "x")]}, TypeError, "moves"),
+        ({"elsewhere": {"child": "x"}}, ValueError, "shared memory"),
+        ({"before": [3]}, TypeError, "before"),
+        ({"files": ["a"]}, TypeError, "files"),
+        ({"absent": {"cuda": 1}}, TypeError, "absent"),
+        ({"ax": 1}, TypeError, "ax"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(kwargs, error, named):
+    with pytest.raises(error, match=named):
+        tl.draw_places({"x": torch.zeros(2)}, **kwargs)
