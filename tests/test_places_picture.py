@@ -139,3 +139,20 @@ def test_text_is_readable_and_both_renderers_draw_it():
 def test_bad_arguments_are_refused_by_name(kwargs, error, named):
     with pytest.raises(error, match=named):
         tl.draw_places({"x": torch.zeros(2)}, **kwargs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a real GPU move needs CUDA")
+def test_a_real_gpu_move_lands_in_the_gpus_column_and_comes_back_as_a_new_storage():
+    floats = torch.tensor([1.0, 2.0])
+    on_gpu = floats.to("cuda")
+    back = on_gpu.cpu()
+    fig = tl.draw_places(
+        {"floats": floats, "on_gpu": on_gpu, "back": back},
+        moves=[("floats", "on_gpu", '.to("cuda")'), ("on_gpu", "back", ".cpu()")],
+    )
+    scene = fig.scene
+    gpu_column = column_of(scene, "on_gpu")
+    assert gpu_column.startswith("cuda") and gpu_column != column_of(scene, "floats")
+    assert column_of(scene, "back") == column_of(scene, "floats") == "this process's memory"
+    assert "box:back" in scene.ids() and "box:floats" in scene.ids()  # .cpu() made a storage of its own
+    assert dict(scene.texts())["text:on_gpu:1"] == "storage: 8 B"
