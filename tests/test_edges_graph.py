@@ -361,12 +361,16 @@ def test_summary_counts_the_whole_graph_past_the_cap():
 # ---------------------------------------------------------------------------------------------------------
 
 
+#: torch's refusal, naming the node "Split" (2.13) or "SplitBackward0" (2.11)
+SPLIT_VIEW = r"Split(Backward0)? is a view"
+
+
 def _split_after_base_change():
     x = torch.randn(4, requires_grad=True)
     b = x * 2
     p, q = b.split(2)
     b.add_(1)  # legal: only using p or q afterwards is refused
-    with pytest.raises(RuntimeError, match="Split is a view"):
+    with pytest.raises(RuntimeError, match=SPLIT_VIEW):
         p.grad_fn  # the truth: torch refuses to build p's grad_fn
     return x, b, p
 
@@ -398,17 +402,17 @@ def test_graph_stepper_survives_a_split_view_whose_base_changed():
         pass
     assert looking_at_p.graph.unseen and "grad_fn cannot be read" in looking_at_p.graph.unseen[0]
     assert looking_at_p.hazards == [] and looking_at_p.hazards.unseen
-    assert "not checked" in looking_at_p.summary and "Split is a view" in looking_at_p.summary
+    assert "not checked" in looking_at_p.summary and re.search(SPLIT_VIEW, looking_at_p.summary)
 
 
 def test_show_error_with_graph_of_a_split_view_whose_base_changed():
     x, b, p = _split_after_base_change()
     report = tl.show_error(lambda: p.sum().backward(), graph_of=p)
-    assert report.raised and "Split is a view" in report.message and report.figure is None
+    assert report.raised and re.search(SPLIT_VIEW, report.message) and report.figure is None
     report = tl.show_error(lambda: b.sum().backward(), graph_of=b, names={"p": p, "x": x})
     assert not report.raised
     # asked directly, the library answers as torch does: with torch's own error
-    with pytest.raises(RuntimeError, match="Split is a view"):
+    with pytest.raises(RuntimeError, match=SPLIT_VIEW):
         tl.inplace_hazards(p)
 
 

@@ -25,6 +25,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from models import SavesW
 
+import tutorial_lib.facts.graph as graph_module
 from tutorial_lib import Graph, GraphNode, Hazard, autograd_graph, inplace_hazards
 from tutorial_lib.facts.graph import (
     DEFAULT_MAX_NODES,
@@ -40,6 +41,8 @@ from tutorial_lib.facts.graph import (
 )
 
 INPLACE_ERROR = "modified by an inplace operation"
+#: Whether this torch unpacks one saved tensor alone (2.13: ``SavedTensor.unpack()``; 2.11 has none).
+UNPACKS_ALONE = hasattr(torch._C._autograd.SavedTensor, "unpack")
 VERSIONS_IN_ERROR = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
@@ -642,6 +645,9 @@ def test_custom_function_hazards_iff_backward_raises(forward_edits, output_first
     output_saved = node.saved[0 if output_first else 1]
     input_saved = node.saved[1 if output_first else 0]
     assert (output_saved.current_version, input_saved.current_version) == (out._version, a._version)
+    if not UNPACKS_ALONE:  # torch 2.11: only the node unpacks, so per-tensor facts are known for the stale one only
+        assert input_saved.saved_version in (None, input_saved_at) and not input_saved.is_output
+        return
     assert output_saved.is_output and not input_saved.is_output
     # a saved input can always be checked on its own
     assert (input_saved.saved_version, input_saved.current_version) == (input_saved_at, a._version)
@@ -741,6 +747,113 @@ def test_custom_function_saver_names_a_custom_function_even_inside_copy_slices()
         custom_function_saver(None, "self")
     with pytest.raises(TypeError, match="attribute"):
         custom_function_saver("ExpBackward0", 3)
+
+
+class SavedTensorOfTorch211:
+    """torch 2.11's ``SavedTensor``: ``data`` and ``unpack_hook``, and no ``unpack()`` (2.13 added it): only the
+    node that saved a tensor can unpack it there, all its saved tensors at once."""
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    data = property(lambda self: self.raw.data)
+    unpack_hook = property(lambda self: self.raw.unpack_hook)
+
+
+def as_in_torch_2_11(monkeypatch) -> None:
+    """Every saved tensor the library reads from a node comes as torch 2.11 gives it."""
+    original = graph_module._raw_attribute
+
+    def as_2_11(item):
+        return SavedTensorOfTorch211(item) if isinstance(item, torch._C._autograd.SavedTensor) else item
+
+    def raw_attribute(fn, attr):
+        raw, error = original(fn, attr)
+        raw = type(raw)(map(as_2_11, raw)) if isinstance(raw, (list, tuple)) else as_2_11(raw)
+        return raw, error
+
+    monkeypatch.setattr(graph_module, "_raw_attribute", raw_attribute)
+
+
+class ExpSavingOne(torch.autograd.Function):
+    """exp saving its output (``save_output``) or its input, and nothing else."""
+
+    @staticmethod
+    def forward(ctx, a, save_output):
+        out = a.exp()
+        ctx.save_for_backward(out if save_output else a)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (saved,) = ctx.saved_tensors
+        return grad * saved, None
+
+
+def graphs_with_one_saved_tensor_each():
+    """(name, out) for graphs whose nodes save one tensor, or one list of one: stale or not."""
+    for save_output in (False, True):
+        for stale in (False, True):
+            x = torch.randn(3, requires_grad=True)
+            a = x * 1
+            out = ExpSavingOne.apply(a, save_output)
+            loss = (out * 1).sum()
+            if stale:
+                (out if save_output else a).mul_(2)
+            yield f"custom Function saving its {'output' if save_output else 'input'}, stale {stale}", loss
+    for stale in (False, True):
+        index = torch.tensor([0, 2])
+        loss = (torch.randn(4, requires_grad=True) * 2)[index].sum()  # IndexBackward0 saves a list: [index]
+        if stale:
+            index.add_(0)
+        yield f"advanced indexing, its index stale {stale}", loss
+
+
+def test_saved_tensors_read_as_torch_2_11_gives_them_say_what_torch_2_13_says(monkeypatch):
+    """torch 2.11 has no SavedTensor.unpack(): where a node saved one tensor, its own unpack is that tensor's,
+    and the graph, hazards and versions are the same (autograd_graph raised AttributeError there)."""
+    for name, loss in graphs_with_one_saved_tensor_each():
+        native = autograd_graph(loss), inplace_hazards(loss)
+        with monkeypatch.context() as patched:
+            as_in_torch_2_11(patched)
+            as_2_11 = autograd_graph(loss), inplace_hazards(loss)
+        assert as_2_11 == native, name
+
+
+@pytest.mark.parametrize("output_first", [False, True])
+@pytest.mark.parametrize("input_edits", [0, 1])
+@pytest.mark.parametrize("output_edits", [0, 1])
+def test_two_saved_tensors_read_as_torch_2_11_gives_them_name_the_one_backward_raises_at(
+    monkeypatch, output_first, input_edits, output_edits
+):
+    """Read as torch 2.11 gives them, two saved tensors of one node cannot be unpacked one by one: a hazard still
+    exists iff backward raises, names the tensor it raises at, and claims nothing torch 2.13 does not see."""
+    x = torch.randn(3, requires_grad=True)
+    a = x * 1
+    out = ExpSavingBoth.apply(a, output_first, 0)
+    loss = (out * 1).sum()
+    for _ in range(input_edits):
+        a.add_(1)
+    for _ in range(output_edits):
+        out.mul_(2)
+    native = inplace_hazards(loss)
+    (native_node,) = autograd_graph(loss).find("ExpSavingBothBackward")
+    with monkeypatch.context() as patched:
+        as_in_torch_2_11(patched)
+        hazards = inplace_hazards(loss)
+        (node,) = autograd_graph(loss).find("ExpSavingBothBackward")
+    error = backward_error(loss)
+    assert (hazards == []) == (error is None)
+    if error is not None:
+        assert versions_in(error) in {(h.current_version, h.saved_version) for h in hazards}
+    versions = {(h.saved_version, h.current_version) for h in native}
+    assert all((h.saved_version, h.current_version) in versions for h in hazards)
+    named = {h.what for h in native}  # or "one of saved_tensors[0], saved_tensors[1] (whichever is output 0 ...)"
+    assert all(h.what in named or h.what.startswith("one of ") for h in hazards)
+    for saved, truth in zip(node.saved, native_node.saved):  # what is said is true; the rest is said unknown
+        assert saved.is_output <= truth.is_output
+        assert saved.saved_version in (None, truth.saved_version)
+        assert saved.current_version == truth.current_version
 
 
 # ---------------------------------------------------------------------------------------------------------

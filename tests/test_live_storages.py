@@ -5,6 +5,7 @@ weak references, which say when a storage is really gone.
 """
 
 import gc
+import types
 import warnings
 import weakref
 
@@ -51,6 +52,50 @@ def test_saved_tensors_only_a_graph_holds_are_found_without_running_hooks():
     saved_result = out.grad_fn.next_functions[0][0]._saved_result
     assert key(saved_result) in found
     assert unpacked == [] and hooked.grad_fn is not None  # reading the hooked graph ran no unpack hook
+
+
+class _NodeObject:
+    """A Python object for an autograd node as torch 2.11 makes it: made when read, gone when Python drops it
+    (torch 2.13 keeps it while the node lives). ``_raw_saved_result`` and ``next_functions`` as autograd's."""
+
+    __slots__ = ("node", "__weakref__")
+
+    def __init__(self, node):
+        self.node = node
+
+    @property
+    def _raw_saved_result(self):
+        return types.SimpleNamespace(data=self.node["saved"])
+
+    @property
+    def next_functions(self):
+        return tuple((_object_of(next_node), 0) for next_node in self.node["next"])
+
+
+def _object_of(node):
+    """The node's live Python object, or a new one (torch 2.11's ``functionToPyObject``)."""
+    known = node["object"]() if node["object"] is not None else None
+    if known is None:
+        known = _NodeObject(node)
+        node["object"] = weakref.ref(known)
+    return known
+
+
+def test_saved_tensors_are_found_when_node_objects_die_during_the_walk():
+    """torch 2.11 frees a node's Python object once the walk drops it, and the next node's object may get its
+    id(): the walk must not take that node for one it has seen (it skipped ExpBackward0 there)."""
+    saved = [torch.full((10,), float(i)) for i in range(40)]
+    chains = []
+    for tensor in saved:  # 40 graphs out -> saves tensor -> leaf, as (x * 2).exp().sum() over 40 leaves
+        leaf = {"saved": torch.empty(0), "next": [], "object": None}
+        middle = {"saved": tensor, "next": [leaf], "object": None}
+        chains.append({"saved": torch.empty(0), "next": [middle], "object": None})
+    roots = [_object_of(chain) for chain in chains]
+    found = live_module.LiveStorages()
+    live_module._add_saved_tensors(found, roots)
+    del roots
+    missing = [i for i, tensor in enumerate(saved) if key(tensor) not in found.storages]
+    assert missing == []
 
 
 def test_only_cpu_storages_that_hold_memory_are_kept():

@@ -382,6 +382,32 @@ def _from_error(error: BaseException, attribute: str, is_output: bool, shape, dt
     return SavedTensor(attribute, is_output, shape, dtype, None, None, note=message.split(".")[0])
 
 
+#: The note of a saved tensor that torch 2.11 cannot unpack alone (its ``SavedTensor`` has no ``unpack()``; 2.13 has).
+NOT_ALONE = "not readable alone with this torch (its SavedTensor has no unpack()): only its node unpacks it"
+
+
+def _unpack_alone(raw, unpack_all, index: int, count: int):
+    """A function that unpacks the saved tensor ``raw`` (number ``index`` of ``count``) as backward would.
+
+    Torch 2.13 unpacks it alone (``raw.unpack()``). Torch 2.11's ``SavedTensor`` has no ``unpack()``: there only its
+    node unpacks them all (``unpack_all()``), stopping at the first stale one, which is then this one only when the
+    node saved just one; otherwise the failure says ``NOT_ALONE``, and elimination finds the stale one.
+    """
+    unpack = getattr(raw, "unpack", None)
+    if unpack is not None:
+        return unpack
+
+    def through_the_node():
+        try:
+            return unpack_all()[index]
+        except RuntimeError as error:
+            if count == 1:
+                raise
+            raise RuntimeError(NOT_ALONE) from error
+
+    return through_the_node
+
+
 def _checkpoint_frame(hook):
     """The ``torch.utils.checkpoint`` frame behind a saved tensor's unpack hook, or None for another hook."""
     seen, todo = set(), [hook]
@@ -406,8 +432,17 @@ def _checkpoint_inputs(frame, node_name: str) -> tuple[SavedTensor, ...]:
     """The inputs a non-reentrant checkpoint kept to recompute its region, checked as backward checks them.
 
     Recomputing unpacks each kept input (``_CheckpointFrame.get_inputs``), which raises autograd's version
-    error for one changed in place since; ``raw.unpack()`` runs exactly that check and nothing else.
+    error for one changed in place since; ``raw.unpack()`` runs exactly that check and nothing else. Torch 2.11
+    keeps them as the saved tensors of a node of their own (``frame.input_saver.grad_fn``), read as a custom
+    Function's.
     """
+    saver = getattr(getattr(frame, "input_saver", None), "grad_fn", None)
+    if not hasattr(frame, "saved_args") and saver is not None:
+        # torch 2.11 keeps them as the saved tensors of a node of their own (_NoopSaveInputs), after a dummy
+        inputs = _saved_by_custom_function(saver)[1:]
+        return tuple(
+            dataclasses.replace(item, attribute=f"checkpoint input {index}") for index, item in enumerate(inputs)
+        )
     saved = []
     for index, raw in enumerate(getattr(frame, "saved_args", ())):
         if type(raw).__name__ != "SavedTensor":  # a non-tensor argument
@@ -485,7 +520,8 @@ def _saved_by_custom_function(fn) -> tuple[SavedTensor, ...]:
     at the first stale one. A saved input can also be unpacked on its own (``raw.unpack()``); a saved
     output cannot (autograd needs the node to rebuild it, and refuses without it), so when the whole
     unpack fails the stale output is found from autograd's message ("output 1 of Two", its shape and
-    versions); see ``_custom_saved_by_elimination``.
+    versions); see ``_custom_saved_by_elimination``. Torch 2.11 cannot unpack any saved tensor alone
+    (``_unpack_alone``): there inputs are found by elimination too.
     """
     raws, error = _raw_attribute(fn, "_raw_saved_tensors")
     if error is not None:
@@ -496,7 +532,11 @@ def _saved_by_custom_function(fn) -> tuple[SavedTensor, ...]:
         unpacked = fn.saved_tensors
     except RuntimeError as whole_error:
         if error_versions(whole_error) is None:
-            return tuple(_inspect_saved(raw, raw.unpack, name, False) for raw, name in zip(raws, names))
+            count = len(raws)
+            return tuple(
+                _inspect_saved(raw, _unpack_alone(raw, lambda: fn.saved_tensors, index, count), name, False)
+                for index, (raw, name) in enumerate(zip(raws, names))
+            )
         return _custom_saved_by_elimination(fn, raws, names, whole_error)
     saved = []
     for name, tensor in zip(names, unpacked):
@@ -538,19 +578,34 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
     except (AttributeError, IndexError, RuntimeError, TypeError):
         named_shape = None
     saved = []
-    for raw, name in zip(raws, names):
-        inspected = _inspect_saved(raw, raw.unpack, name, False)
+    for index, (raw, name) in enumerate(zip(raws, names)):
+        if not hasattr(raw, "unpack") and len(raws) == 1 and named_output is not None:
+            # torch 2.11, one saved tensor, and torch names this node's output: that output raised
+            data = raw.data
+            saved.append(
+                SavedTensor(name, True, tuple(data.shape), data.dtype, saved0, current0, output_nr=named_output)
+            )
+            continue
+        inspected = _inspect_saved(raw, _unpack_alone(raw, lambda: fn.saved_tensors, index, len(raws)), name, False)
         if inspected.note and inspected.saved_version is None:  # only the node can unpack it: an output
-            # (or an input detached in place)
+            # (or an input detached in place; or any saved tensor with torch 2.11, NOT_ALONE)
             try:
                 current = raw.data._version  # shares the tensor's version counter
             except RuntimeError:
                 current = None
-            inspected = SavedTensor(name, True, inspected.shape, inspected.dtype, None, current, note=inspected.note)
+            is_output = inspected.note != NOT_ALONE  # with torch 2.11 unknown: said as not an output
+            unpacked = SavedTensor(
+                name, is_output, inspected.shape, inspected.dtype, None, current, note=inspected.note
+            )
+            if not is_output:  # where it lies, which the watcher matches writes against (a checkpoint's inputs)
+                unpacked = dataclasses.replace(
+                    unpacked, placement=inspected.placement, storage_nbytes=inspected.storage_nbytes
+                )
+            inspected = unpacked
         saved.append(inspected)
 
-    def unread(item) -> bool:  # a saved output, whose saved version only the node could read
-        return item.is_output and item.saved_version is None
+    def unread(item) -> bool:  # a saved output, whose saved version only the node could read (any, with 2.11)
+        return item.saved_version is None and (item.is_output or item.note == NOT_ALONE)
 
     def could_have_raised(item) -> bool:
         if not unread(item):
@@ -579,7 +634,8 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
     resolved = []
     for index, item in enumerate(saved):
         if unread(item) and source is not None and index < source:  # not stale, or backward would stop here
-            item = SavedTensor(item.attribute, True, item.shape, item.dtype, item.current_version, item.current_version)
+            version = item.current_version
+            item = SavedTensor(item.attribute, item.is_output, item.shape, item.dtype, version, version)
         elif unread(item) and index == source:
             note = (
                 (
@@ -589,18 +645,30 @@ def _custom_saved_by_elimination(fn, raws, names, first_error: RuntimeError):
                 if ambiguous
                 else ""
             )
+            is_output = item.is_output or named_output is not None  # torch 2.11: the message names this node's output
             item = SavedTensor(
-                item.attribute, True, item.shape, item.dtype, saved0, current0, note=note, output_nr=named_output
+                item.attribute,
+                is_output,
+                item.shape,
+                item.dtype,
+                saved0,
+                current0,
+                note=note,
+                output_nr=named_output if is_output else None,
             )
         elif unread(item):
             item = SavedTensor(
                 item.attribute,
-                True,
+                item.is_output,
                 item.shape,
                 item.dtype,
                 None,
                 item.current_version,
                 note="saved version unknown: backward stops at an earlier stale saved tensor",
+            )
+        if saved[index].note == NOT_ALONE:
+            item = dataclasses.replace(
+                item, placement=saved[index].placement, storage_nbytes=saved[index].storage_nbytes
             )
         resolved.append(item)
     return tuple(resolved)
@@ -713,7 +781,10 @@ def _saved_of(fn, seen_frames: set | None = None, unseen: list | None = None) ->
             if item is None:
                 continue
             label = short if index is None else f"{short}[{index}]"
-            unpack = item.unpack if index is not None else (lambda short=short: getattr(fn, "_saved_" + short))
+            if index is None:
+                unpack = lambda short=short: getattr(fn, "_saved_" + short)  # noqa: E731 - through the node, as backward
+            else:
+                unpack = _unpack_alone(item, lambda short=short: getattr(fn, "_saved_" + short), index, len(items))
             inspected = _inspect_saved(item, unpack, label, _output_position(name, label) is not None, name)
             known = inspected.freed or inspected.hooked or inspected.stale
             if index is None and inspected.shape is None and not known:  # an undefined saved variable

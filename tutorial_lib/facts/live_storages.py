@@ -227,7 +227,20 @@ def _live_storages(generations, collect_young_garbage: bool) -> LiveStorages:
         node = tensor.grad_fn
         if node is not None:
             nodes.append(node)
-    seen_nodes: set[int] = set()
+    _add_saved_tensors(found, nodes)
+    tensors.clear()
+    storages.clear()
+    return found
+
+
+def _add_saved_tensors(found: LiveStorages, nodes: list) -> None:
+    """Adds the tensors saved in every autograd node reachable from ``nodes`` (at most ``MAX_GRAPH_NODES``).
+
+    A node is known by ``id()``, so every node seen is held until the walk ends. Torch 2.11 keeps a node's Python
+    object only while Python holds it (2.13 keeps it as long as the node lives): one dropped during the walk
+    freed its ``id()`` for the next node's object, and that node was skipped with all it saved.
+    """
+    seen_nodes: dict[int, object] = {}  # id -> the node, held so that no other node's object gets its id
     names_of: dict = {}
     while nodes:
         node = nodes.pop()
@@ -236,13 +249,10 @@ def _live_storages(generations, collect_young_garbage: bool) -> LiveStorages:
         if len(seen_nodes) >= MAX_GRAPH_NODES:
             found.capped = True
             break
-        seen_nodes.add(id(node))
+        seen_nodes[id(node)] = node
         for tensor in _saved_tensors(node, names_of):
             _add_tensor(found, tensor)
         nodes.extend(next_node for next_node, _ in node.next_functions)
-    tensors.clear()
-    storages.clear()
-    return found
 
 
 class GenerationsWatch:
