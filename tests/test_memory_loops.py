@@ -449,3 +449,33 @@ def test_a_loaded_tensor_is_counted_when_the_profiler_saw_it_made():
         held.clear()
         gc.collect()  # torch.load leaves its tensor in a reference cycle
     assert made.allocated >= 4000 and mem.allocated == -4000 and mem.unseen == ()
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr"])
+@pytest.mark.parametrize("inside", ["del", "rebind", "densify"])
+def test_a_sparse_tensor_from_before_the_block_counts_its_free(layout, inside):
+    """A sparse tensor's memory is its indices' and values' storages: their frees count like a dense tensor's."""
+    make = {
+        "coo": lambda d: d.to_sparse(),
+        "csr": lambda d: d.to_sparse_csr(),
+        "csc": lambda d: d.to_sparse_csc(),
+        "bsr": lambda d: d.to_sparse_bsr((2, 2)),
+    }[layout]
+
+    def setup():
+        torch.manual_seed(0)
+        dense = torch.randn(64, 32) * (torch.rand(64, 32) > 0.5)
+        return {"s": make(dense)}
+
+    def block(env):
+        if inside == "del":
+            del env["s"]
+        elif inside == "rebind":
+            env["s"] = make(torch.ones(4, 4))
+        else:
+            env["s"] = env["s"].to_dense()
+
+    truth, mem = compare_with_the_allocator(setup, block)
+    assert truth.allocated < 0  # the sparse tensor's memory was freed in the block
+    assert (mem.allocated, mem.peak) == (truth.allocated, truth.peak)
+    assert mem.unseen == ()

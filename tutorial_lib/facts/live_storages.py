@@ -8,7 +8,8 @@ lists, when a block starts, every CPU storage Python can reach, and watches each
 
 - every tensor and storage object the garbage collector tracks (``gc.get_objects()``; tensors are tracked
   wherever they are held: variables, lists, dicts, modules, optimizer state, a ``DataLoader``'s batch, a
-  reference cycle not yet collected);
+  reference cycle not yet collected); a sparse tensor (COO, CSR, CSC, BSR, BSC) by its indices' and values'
+  storages, which hold its memory;
 - the ``.grad`` of each of those tensors (autograd keeps it in C++ and makes its Python object only when read);
 - the tensors saved in every autograd graph those tensors lead to (``grad_fn._raw_saved_*``), read without
   unpacking them, so no saved-tensor hook runs.
@@ -180,8 +181,26 @@ def _saved_tensors(node, names_of: dict) -> list:
     return tensors
 
 
+def _parts(tensor) -> tuple:
+    """The strided tensors that hold a sparse tensor's memory (its indices and values); () for other layouts."""
+    layout = tensor.layout
+    if layout == torch.sparse_coo:
+        return (tensor._indices(), tensor._values())
+    if layout in (torch.sparse_csr, torch.sparse_bsr):
+        return (tensor.crow_indices(), tensor.col_indices(), tensor.values())
+    if layout in (torch.sparse_csc, torch.sparse_bsc):
+        return (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    return ()
+
+
 def _add_tensor(found: LiveStorages, tensor) -> None:
     if tensor.layout != torch.strided:
+        try:
+            parts = _parts(tensor)  # a sparse tensor's memory is its indices' and values' storages
+        except (RuntimeError, NotImplementedError, TypeError):
+            return
+        for part in parts:
+            _add_tensor(found, part)
         return
     try:
         found.add(tensor.untyped_storage())
