@@ -18,11 +18,13 @@ from .facts.inplace_watch import (
     watch_inplace,
 )
 from .facts.memory import MemoryReport, format_bytes, measure_memory
+from .facts.names import names_snapshot
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .facts.storage import Layout, layout, same_storage, shares_memory
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
+from .pictures.names_picture import draw_names
 from .pictures.tables import OpTable, op_table
 from .pictures.timeline import draw_cuda_memory, draw_memory_timeline
 from .tools.errors import ErrorReport, show_error
@@ -55,6 +57,7 @@ __all__ = [
     "graph_svg",
     "draw_layout",
     "draw_memory_timeline",
+    "draw_names",
     "explain_inplace",
     "explanation_of",
     "format_bytes",
@@ -63,6 +66,7 @@ __all__ = [
     "layout",
     "layout_summary",
     "measure_memory",
+    "names_snapshot",
     "op_table",
     "same_storage",
     "shares_memory",
