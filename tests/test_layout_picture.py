@@ -353,6 +353,14 @@ def test_layouts_can_be_drawn_without_values(matrix):
         draw_layout(layout(matrix))
 
 
+def test_a_notebook_shows_the_summary_as_the_figures_text_so_no_cell_need_print_it(matrix):
+    from IPython.core.formatters import PlainTextFormatter
+
+    fig = draw_layout(matrix, matrix.t(), names=["x", "x.t()"])
+    assert PlainTextFormatter()(fig) == fig.summary  # not "<Figure size 586x640 with 1 Axes>"
+    assert isinstance(fig, Figure) and fig._repr_png_()[1]["width"] > 0  # still a Figure, still a PNG
+
+
 def test_drawing_into_a_given_axes_returns_its_figure(matrix):
     fig = Figure()
     ax = fig.add_subplot()

@@ -29,7 +29,7 @@ from ..facts.storage import (
     unravel_index,
 )
 from . import palette
-from .render_mpl import render, require_axes
+from .render_mpl import render, require_axes, with_summary
 from .render_svg import svg
 from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width, visible
 
@@ -1167,6 +1167,7 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
         ("bytes", top + CELL_HEIGHT + RULER_TICK + 0.2),
     ]
     heads += _ruler_items(strip, x_at, top + CELL_HEIGHT)
+    width = max(width, strip_width + _cells_wide(f"{strip.pieces[-1][2]:,}", "ruler-text") / 2)  # the last byte
     y = top + CELL_HEIGHT + RULER_HEIGHT
     row_y = {"storage": top}  # each row's top
     value_rows = list(dict.fromkeys(c.row for c in picture.cells if c.strip == strip.index and c.state == "value"))
@@ -1327,7 +1328,8 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``), ``fig.layout_picture``
+        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``; a notebook shows it as
+        the figure's text/plain, so a cell need not print it), ``fig.layout_picture``
         (the ``LayoutPicture`` drawn) and ``fig.scene`` (the ``Scene`` drawn, see ``layout_scene``).
 
     Raises:
@@ -1336,6 +1338,6 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     require_axes(ax)
     picture = layout_picture(*tensors, names=names, max_cells=max_cells, show_values=show_values)
     scene = layout_scene(picture)
-    fig = render(scene, ax=ax)
-    fig.summary, fig.layout_picture, fig.scene = picture.summary, picture, scene
+    fig = with_summary(render(scene, ax=ax), picture.summary)
+    fig.layout_picture, fig.scene = picture, scene
     return fig
