@@ -513,7 +513,7 @@ def test_more_dims_are_nested_blocks_labelled_by_their_leading_indices():
     assert [(b.lead, b.line, b.place) for b in grid.blocks] == [((i, j), i, j) for i in range(3) for j in range(3)]
     drawn = texts(fig)
     # Above 2-D, "i down, j across" would not say which dims: the title names them.
-    assert drawn["gridtitle:u"] == "u: 3×3×2×2 grid (a block per index of dims 0, 1; in each, dim 2 down, dim 3 across)"
+    assert drawn["gridtitle:u"] == "u: 3×3×2×2 grid (blocks by dims 0, 1; dim 2 down, dim 3 across)"
     assert drawn["blocklabel:u:4"] == "[1, 1, :, :]"
     assert len(grid.elements) == 36 and grid.cut == ""
     assert grid.element(1, 2, 1, 0).storage_index == u[1, 2, 1, 0].item() == 10

@@ -1017,7 +1017,7 @@ def _grid_title(grid: PictureGrid, counted_in: str = "") -> str:
         how = "i down, j across"
     else:
         lead, down = ", ".join(str(d) for d in range(len(shape) - 2)), len(shape) - 2
-        how = f"a block per index of dim{'s' * (down > 1)} {lead}; in each, dim {down} down, dim {down + 1} across"
+        how = f"blocks by dim{'s' * (down > 1)} {lead}; dim {down} down, dim {down + 1} across"
     unit = f"; numbers count {counted_in} cells" if counted_in else ""
     return f"{grid.row}: {sizes} grid ({how}{unit})"
 
