@@ -1016,7 +1016,8 @@ def _grid_title(grid: PictureGrid, counted_in: str = "") -> str:
     if len(shape) == 2:
         how = "i down, j across"
     else:
-        lead, down = ", ".join(str(d) for d in range(len(shape) - 2)), len(shape) - 2
+        down = len(shape) - 2
+        lead = ", ".join(str(d) for d in range(down)) if down <= 3 else f"0–{down - 1}"  # 64 dims: "0–61"
         how = f"blocks by dim{'s' * (down > 1)} {lead}; dim {down} down, dim {down + 1} across"
     unit = f"; numbers count {counted_in} cells" if counted_in else ""
     return f"{grid.row}: {sizes} grid ({how}{unit})"
