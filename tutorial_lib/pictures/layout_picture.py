@@ -1276,7 +1276,9 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     grids = {grid.row: grid for grid in picture.grids}
     blocks = [_strip_block(picture, strip, fills, rows, grids) for strip in picture.strips]
     side_by_side = False
-    if len(blocks) > 1:  # separate storages side by side when they fit, their titles and labels on two lines
+    gutter = _cells_wide("storage", "gutter") + GUTTER_PAD  # the least a block's gutter takes
+    strips_alone = sum(_across(strip)[2] + gutter for strip in picture.strips) + STRIP_GAP_ACROSS * (len(blocks) - 1)
+    if len(blocks) > 1 and strips_alone <= SIDE_BY_SIDE:  # side by side when they fit, titles and labels in 2 lines
         compact = [_strip_block(picture, strip, fills, rows, grids, compact=True) for strip in picture.strips]
         across = sum(gutter + width for _, width, _, gutter in compact) + STRIP_GAP_ACROSS * (len(blocks) - 1)
         side_by_side = across <= SIDE_BY_SIDE
