@@ -704,3 +704,14 @@ def test_the_result_is_drawn_in_a_tensor_tint_and_only_the_badge_in_the_verdict_
         fills = tensor_fills(explorer.scene, name)
         assert fills and fills <= set(palette.TENSOR_TINTS), (name, fills)
         assert not [fill for fill in fills if colours.near_a_verdict(fill)], (name, fills)
+
+
+def test_the_long_legend_is_in_a_collapsed_help_beside_the_picture_not_in_it():
+    explorer = stride_explorer(storage_size=12)
+    explorer.shape.value, explorer.stride.value = "3, 4", "0, 1"  # stride 0: cells read several times
+    assert "legend" not in explorer.scene.ids()
+    markup = explorer.table.value
+    assert "<details><summary>How to read the picture</summary>" in markup
+    for note in explorer.picture.notes:
+        assert f"<li>{html.escape(note)}</li>" in markup
+    assert any(note.startswith("×n (hatched)") for note in explorer.picture.notes)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tutorial_lib import layout, same_storage  # noqa: E402
+from tutorial_lib.facts.storage import unravel_index  # noqa: E402
 from tutorial_lib.pictures import palette  # noqa: E402
 from tutorial_lib.pictures.layout_picture import (  # noqa: E402
     CELL_INSET,
@@ -34,6 +35,7 @@ from tutorial_lib.pictures.layout_picture import (  # noqa: E402
     LOOP_POINTS,
     MAX_LISTED,
     MIN_FONT_PT,
+    SIDE_BY_SIDE,
     STYLES,
     draw_layout,
     layout_picture,
@@ -45,7 +47,8 @@ from tutorial_lib.pictures.scene import Arrow, Line, Rect, Scene, Text, text_wid
 
 
 def assert_row_matches_torch(fig, name, t, strip=0):
-    """The drawn row ``name`` highlights exactly the cells t reads, numbered with the right positions."""
+    """The drawn row ``name`` highlights exactly the cells t reads, each naming the element that reads it
+    (``[i,j]``, or ``×n`` when n elements do); its element indices are drawn when they fit its cells."""
     picture = fig.layout_picture
     truth = truth_map(t)
     assert picture.read_map(name) == truth
@@ -55,8 +58,11 @@ def assert_row_matches_torch(fig, name, t, strip=0):
         assert isinstance(rectangle, Rect)
         if cell.index in truth:
             positions = truth[cell.index]
-            expected = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
-            assert items[f"text:{strip}:{name}:{cell.index}"].text == expected
+            index = "[" + ",".join(map(str, unravel_index(positions[0], tuple(t.shape)))) + "]"
+            expected = index if len(positions) == 1 else f"×{len(positions)}"
+            assert cell.text == expected
+            drawn = items.get(f"text:{strip}:{name}:{cell.index}")
+            assert drawn is None and len(positions) == 1 or drawn.text == expected
             assert rectangle.style.startswith("row") and STYLES[rectangle.style].dash is None
         else:
             assert cell.state == "unread"
@@ -95,13 +101,12 @@ def test_matrix_transpose_and_slice_highlight_the_cells_torch_reads(matrix):
     assert fig.scene.title == fig.summary
 
 
-def test_rows_labels_and_legend_are_drawn_once_each(matrix):
+def test_rows_and_labels_are_drawn_once_each(matrix):
     fig = draw_layout(matrix, matrix.t(), names=["a", "a.t()"])
     drawn = texts(fig)
     assert drawn["strip:0"] == "storage of 12 float32 (48 bytes)"
     assert drawn["label:0:a"] == "a: shape (3, 4)  stride (4, 1)  offset 0  ·  float32  ·  contiguous"
     assert drawn["label:0:a.t()"] == "a.t(): shape (4, 3)  stride (1, 4)  offset 0  ·  float32  ·  not contiguous"
-    assert drawn["legend"] == "\n".join(fig.layout_picture.notes)
     ids = [item.id for item in fig.scene.items if item.id]
     assert len(ids) == len(set(ids))  # every id names one item
     # Labels stand above their row's cells; the rows follow the strip downwards.
@@ -135,9 +140,10 @@ def test_long_cell_texts_shrink_to_fit_their_cell():
         fits = text_width(item.text, style.family, size, style.weight) <= CELL_PT * FIT_ROOM + 1e-6
         assert fits or size == MIN_FONT_PT  # never smaller than the smallest readable size
     assert MIN_FONT_PT == palette.MIN_TEXT_PT  # no text shrinks below the course's smallest size
-    assert scene.ids()["text:0:storage:0"].size == MIN_FONT_PT  # "12345" shrinks as far as it may
-    assert scene.ids()["text:0:storage:1"].size is None  # "1" fits at the style's size
-    assert scene.ids()["text:0:storage:2"].size == MIN_FONT_PT  # "-0.000123" would need less
+    # One size for the whole strip: "1" is drawn as small as "12345", so no value looks more important.
+    assert {scene.ids()[f"text:0:storage:{index}"].size for index in range(4)} == {MIN_FONT_PT}
+    fits = layout_scene(layout_picture(torch.tensor([1.0, 2.0]), names=["v"]))
+    assert {fits.ids()[f"text:0:storage:{index}"].size for index in range(2)} == {None}  # the style's own size
 
 
 def test_steps_jump_stride_cells_like_torch(matrix):
@@ -159,7 +165,7 @@ def test_steps_jump_stride_cells_like_torch(matrix):
     start, end = items["cell:0:a.t():0"], items["cell:0:a.t():4"]
     assert y0 == y1 > start.y + start.h
     assert x0 == pytest.approx(start.x + start.w / 2) and x1 == pytest.approx(end.x + end.w / 2)
-    ticks = [item for item in fig.scene.items if isinstance(item, Line) and item.style != "ruler"]
+    ticks = [item for item in fig.scene.items if isinstance(item, Line) and item.style not in ("ruler", "connector")]
     assert len(ticks) == 2 * len(fig.layout_picture.steps) and {t.style for t in ticks} == {"tick"}
 
 
@@ -178,7 +184,7 @@ def test_expand_with_stride_zero_marks_repeated_cells_with_counts():
     items = fig.scene.ids()
     repeated = items["cell:0:v.expand(3, 4):0"]
     assert STYLES[repeated.style].hatch and not STYLES[items["cell:0:v:0"].style].hatch  # not colour alone
-    assert items["positions:0:v.expand(3, 4):0"].text == "0,4,8"
+    assert not [k for k in items if k.startswith("positions:")]  # no list of row-major positions: one meaning each
     assert STYLES[items["text:0:v.expand(3, 4):0"].style].weight == "bold"
     assert "reads the same 4 cells as v, each 3 times (stride 0 repeats them)" in fig.summary
     assert any(s.stride == 0 and s.from_index == s.to_index for s in fig.layout_picture.steps)
@@ -194,11 +200,17 @@ def test_uint8_view_is_drawn_per_byte_and_lines_up_with_the_float_cells(matrix):
     assert strip.unit_bytes == 1 and strip.itemsize == 4
     assert fig.layout_picture.read_map("bytes") == truth_map(b)
     assert_row_matches_torch(fig, "a[1]", matrix[1])
-    # The byte row shows the bytes' values (what the text explains), not positions.
+    assert_row_matches_torch(fig, "bytes", b)  # the byte row names elements, never values
+    # The bytes' values are in a second, narrower strip under the ruler: values only ever sit in a storage strip.
     raw = matrix.view(torch.uint8).reshape(-1).tolist()
-    assert [items_text for items_text in (texts(fig)[f"text:0:bytes:{k}"] for k in range(48))] == [str(v) for v in raw]
-    assert "bytes: each cell it reads shows its uint8 value, not a position" in fig.layout_picture.notes
-    items = fig.scene.ids()
+    drawn, items = texts(fig), fig.scene.ids()
+    assert [drawn[f"text:0:storage as uint8:{k}"] for k in range(48)] == [str(v) for v in raw]
+    assert {items[f"cell:0:storage as uint8:{k}"].style for k in range(48)} == {"storage"}
+    narrow, float_cell = items["cell:0:storage as uint8:0"], items["cell:0:storage:0"]
+    assert narrow.h < float_cell.h and narrow.w == pytest.approx(float_cell.w / 4)
+    assert float_cell.y < items["ruler:0:0"].y < narrow.y < items["cell:0:bytes:0"].y
+    assert drawn["gutter:0:as uint8"] == "as uint8"
+    assert not [t for k, t in drawn.items() if k.startswith("text:0:bytes:") and not t.startswith("[")]
     inset = CELL_INSET * CELL_PT
     for k in range(12):
         float_cell = items[f"cell:0:storage:{k}"]
@@ -341,13 +353,21 @@ def test_layouts_can_be_drawn_without_values(matrix):
         draw_layout(layout(matrix))
 
 
+def test_a_notebook_shows_the_summary_as_the_figures_text_so_no_cell_need_print_it(matrix):
+    from IPython.core.formatters import PlainTextFormatter
+
+    fig = draw_layout(matrix, matrix.t(), names=["x", "x.t()"])
+    assert PlainTextFormatter()(fig) == fig.summary  # not "<Figure size 586x640 with 1 Axes>"
+    assert isinstance(fig, Figure) and fig._repr_png_()[1]["width"] > 0  # still a Figure, still a PNG
+
+
 def test_drawing_into_a_given_axes_returns_its_figure(matrix):
     fig = Figure()
     ax = fig.add_subplot()
     assert draw_layout(matrix, ax=ax) is fig
     assert fig.summary.startswith("storage of 12 float32")
     assert "cell:0:t0:0" in fig.scene.ids()
-    assert {t.get_gid() for t in ax.texts} >= {"strip:0", "text:0:t0:0", "legend"}
+    assert {t.get_gid() for t in ax.texts} >= {"strip:0", "text:0:t0:0", "gutter:0:storage"}
 
 
 def test_figures_are_bare_sized_to_the_scene_and_display_as_png(matrix):
@@ -470,14 +490,17 @@ def test_any_grid_element_names_the_storage_index_torch_gives(t):
     truth = torch.arange(t.untyped_storage().nbytes() // t.element_size()).as_strided(
         t.shape, t.stride(), t.storage_offset()
     )
+    drawn = t.dim() >= 2  # a 1-D or 0-d tensor's grid would repeat its row: not drawn
+    assert ("gridtitle:t" in scene.ids()) == drawn
     if t.numel() == 0:
-        assert grid.elements == () and "no elements" in dict(scene.texts())["gridtitle:t"]
+        assert grid.elements == () and (not drawn or "no elements" in dict(scene.texts())["gridtitle:t"])
         return
     for element in grid.elements:
         assert element.storage_index == truth[element.index].item()
         assert element.storage_index == t.storage_offset() + sum(i * s for i, s in zip(element.index, t.stride()))
         assert truth.reshape(-1)[element.position].item() == element.storage_index
-        assert scene.ids()[f"elemtext:t:{element.position}"].text == f"{element.storage_index:,}"
+        if drawn:
+            assert scene.ids()[f"elemtext:t:{element.position}"].text == f"{element.storage_index:,}"
     assert len({e.position for e in grid.elements}) == len(grid.elements)
     assert len(grid.elements) == t.numel()  # small: nothing cut
 
@@ -489,7 +512,8 @@ def test_more_dims_are_nested_blocks_labelled_by_their_leading_indices():
     grid = grid_of(fig.layout_picture, "u")
     assert [(b.lead, b.line, b.place) for b in grid.blocks] == [((i, j), i, j) for i in range(3) for j in range(3)]
     drawn = texts(fig)
-    assert drawn["gridtitle:u"] == "u: 3×3×2×2 grid (i down, j across)"
+    # Above 2-D, "i down, j across" would not say which dims: the title names them.
+    assert drawn["gridtitle:u"] == "u: 3×3×2×2 grid (blocks by dims 0, 1; dim 2 down, dim 3 across)"
     assert drawn["blocklabel:u:4"] == "[1, 1, :, :]"
     assert len(grid.elements) == 36 and grid.cut == ""
     assert grid.element(1, 2, 1, 0).storage_index == u[1, 2, 1, 0].item() == 10
@@ -500,7 +524,9 @@ def test_zero_dim_empty_and_big_grids():
     picture = layout_picture(scalar, names=["s"])
     (element,) = grid_of(picture, "s").elements
     assert element.index == () and element.storage_index == 3
-    assert dict(layout_scene(picture).texts())["gridtitle:s"] == "s: 0-d, one element"
+    scene = layout_scene(picture)
+    assert "gridtitle:s" not in scene.ids() and not [k for k in scene.ids() if k.startswith("colhead:")]  # no "0"
+    assert dict(scene.texts())["text:0:s:3"] == "[]"
     empty = layout_picture(torch.zeros(0, 4), names=["e"])
     assert dict(layout_scene(empty).texts())["gridtitle:e"] == "e: no elements (shape (0, 4))"
     big = torch.zeros(100, 30)
@@ -515,17 +541,114 @@ def test_zero_dim_empty_and_big_grids():
     assert "c's grid shows 3 of 9 blocks" in cube.summary
 
 
-def test_the_legend_is_at_the_top_in_readable_type_and_says_what_each_number_is(matrix):
+def test_short_labels_stand_in_place_and_no_sentence_legend_is_drawn(matrix):
     fig = draw_layout(matrix, matrix.t(), names=["a", "a.t()"])
     items, notes = fig.scene.ids(), fig.layout_picture.notes
-    legend = items["legend"]
-    assert legend.y < items["strip:0"].y and legend.y < min(i.y for k, i in items.items() if k.startswith("elem:"))
-    assert STYLES["legend"].size >= palette.TEXT_PT and STYLES["legend"].color == palette.INK
-    assert notes[0] == "grids: element t[i, j] in its place, with the storage index it reads written in it"
-    assert "tensor rows: under each storage cell, the row-major position of the element that reads it" in notes
-    assert "storage: the index above each cell, its value inside" in notes
+    assert "legend" not in items  # the long legend stays data, for help texts
+    assert "tensor rows: under each storage cell, the index [i,j] of the element that reads it" in notes
+    strip, index, ruler = items["cell:0:storage:0"], items["index:0:storage:0"], items["ruler:0:0"]
+    labels = {word: items[f"gutter:0:{word}"] for word in ("index", "storage", "bytes")}
+    for label in labels.values():  # left of the strip, right-aligned against it
+        assert label.anchor == "end" and label.x <= strip.x and label.baseline == "middle"
+    assert labels["storage"].y == pytest.approx(strip.y + strip.h / 2)
+    assert labels["index"].y < strip.y and abs(labels["index"].y - index.y) < strip.h / 2
+    assert labels["bytes"].y > strip.y + strip.h and abs(labels["bytes"].y - ruler.y) < strip.h / 2
+    # The storage's title is at the strip it names: under the ruler, above the first row's label.
+    title = items["strip:0"]
+    assert ruler.y < title.y < items["label:0:a"].y
     sizes = [item.size or STYLES[item.style].size for item in fig.scene.items if isinstance(item, Text)]
     assert min(sizes) >= palette.MIN_TEXT_PT  # nothing below the course's smallest text
+
+
+def test_each_number_has_one_meaning_grid_storage_index_row_element_index_strip_value(matrix):
+    """Grid numbers are storage indices, row cells name elements ([i,j]), values sit in the storage strip only."""
+    t = matrix.t()
+    fig = draw_layout(matrix, t, names=["x", "y = x.t()"])
+    drawn = texts(fig)
+    # The transpose's element [0, 1] reads storage index 4: its grid says 4, the row cell under index 4 says [0,1].
+    assert drawn["elemtext:y = x.t():1"] == "4" and (t[0, 1].data_ptr() - matrix.data_ptr()) // 4 == 4
+    assert drawn["text:0:y = x.t():4"] == "[0,1]"
+    assert drawn["text:0:y = x.t():1"] == "[1,0]"  # not "3", the row-major position the old row wrote
+    row_texts = [text for ident, text in drawn.items() if ident.startswith("text:0:y = x.t():")]
+    assert all(re.fullmatch(r"\[\d+,\d+\]", text) for text in row_texts)
+    values = [text for ident, text in drawn.items() if ident.startswith("text:0:storage:")]
+    assert values == [f"{v:g}" for v in matrix.reshape(-1).tolist()]
+    # One size per row: every element index of a row is drawn alike.
+    assert len({fig.scene.ids()[f"text:0:y = x.t():{k}"].size for k in range(12)}) == 1
+
+
+def test_small_grids_are_joined_to_the_storage_index_each_element_reads(matrix):
+    t = matrix.t()
+    fig = draw_layout(matrix, t, names=["x", "y"])
+    items = fig.scene.ids()
+    for name, tensor in [("x", matrix), ("y", t)]:
+        for position in range(12):
+            line, element = items[f"connector:{name}:{position}"], items[f"elem:{name}:{position}"]
+            assert isinstance(line, Line) and line.style == "connector"
+            (x0, y0), (x1, y1) = line.points
+            assert x0 == pytest.approx(element.x + element.w / 2) and y0 <= element.y + element.h + 1e-6
+            index = int(torch.arange(12).as_strided(tensor.shape, tensor.stride()).reshape(-1)[position])
+            cell = items[f"cell:0:storage:{index}"]
+            assert x1 == pytest.approx(cell.x + cell.w / 2) and y1 < items[f"index:0:storage:{index}"].y
+    # A grid of more than 16 elements gets none: the lines would be a tangle.
+    big = draw_layout(torch.arange(20.0).view(4, 5), names=["b"])
+    assert not [k for k in big.scene.ids() if k.startswith("connector:")]
+
+
+def test_one_dimensional_tensors_have_no_grid_their_row_names_each_element():
+    x = torch.arange(5.0)
+    fig = draw_layout(x, x[1:], names=["x", "x[1:]"])
+    items, drawn = fig.scene.ids(), texts(fig)
+    assert not [k for k in items if k.startswith(("gridtitle:", "elem:", "colhead:", "rowhead:"))]
+    assert [drawn[f"text:0:x[1:]:{k}"] for k in range(1, 5)] == ["[0]", "[1]", "[2]", "[3]"]
+    assert "each tensor is also drawn as a grid" not in fig.summary
+    mixed = draw_layout(torch.arange(6.0).view(2, 3), names=["m"]).summary
+    assert "each tensor is also drawn as a grid" in mixed
+
+
+def test_separate_storages_sit_side_by_side_when_they_fit_and_one_under_another_when_not():
+    x = torch.arange(4.0)
+    fig = draw_layout(x, x.clone(), names=["x", "c"])
+    items = fig.scene.ids()
+    first, second = items["cell:0:storage:0"], items["cell:1:storage:0"]
+    assert second.y == pytest.approx(first.y) and second.x > items["cell:0:storage:3"].x + first.w
+    assert fig.scene.width <= SIDE_BY_SIDE * CELL_PT + 2 * CELL_PT
+    wide = torch.arange(24.0)
+    fig = draw_layout(wide, wide.clone(), names=["w", "c"])
+    items = fig.scene.ids()
+    assert items["cell:1:storage:0"].y > items["label:0:w"].y  # too wide together: one under the other
+    assert "separate from w's (not shared)" in items["strip:1"].text
+
+
+def test_big_storages_keep_one_number_format_and_size_per_row_and_nothing_overflows():
+    x = torch.randn(1_000_000)
+    views = [x, x[999_990:], x[::100_000]]
+    fig = draw_layout(*views, names=["x", "tail", "every"])
+    items = fig.scene.ids()
+    for row in ["storage", "x", "tail", "every"]:
+        drawn = [
+            item for key, item in items.items() if key.startswith(f"text:0:{row}:") and not item.text.startswith("×")
+        ]
+        assert len({item.size for item in drawn}) <= 1  # one size for the row's numbers
+        for item in drawn:
+            cell = items[item.id.replace("text:", "cell:", 1)]
+            style = STYLES[item.style]
+            size = style.size if item.size is None else item.size
+            assert size >= MIN_FONT_PT
+            if row != "storage":  # an element index never runs into the next cell: it fits, or is left out
+                assert text_width(item.text, style.family, size, style.weight) <= cell.w + 1e-6
+    indices = [t for k, t in texts(fig).items() if k.startswith(("index:", "elemtext:", "ruler:"))]
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", t) for t in indices)  # one format: thousands separated
+
+
+def test_honest_labels_for_channels_last_and_for_storages_named_with_commas():
+    nchw = torch.arange(24.0).view(1, 2, 3, 4)
+    last = nchw.contiguous(memory_format=torch.channels_last)
+    drawn = texts(draw_layout(last, names=["cl"]))
+    assert "not contiguous (row-major); contiguous as channels_last" in drawn["label:0:cl"]
+    base = torch.arange(4.0)
+    drawn = texts(draw_layout(base, base.clone(), names=["base, saved together", "base, saved alone"]))
+    assert 'separate from the storage of "base, saved together" (not shared)' in drawn["strip:1"]
 
 
 def test_rows_take_the_palettes_tensor_colours_twelve_before_repeating():
@@ -566,10 +689,13 @@ def test_a_big_storage_with_three_views_stays_narrow_and_keeps_what_matters():
     assert len(gap_texts) == 2
     assert sum(int(t.split()[1].replace(",", "")) for t in gap_texts) == picture.strips[0].hidden_cells()
     assert len(picture.row_cells("storage")) + picture.strips[0].hidden_cells() == 10_000
-    # Three grids are too wide for one line: the third starts a line of its own, under the first.
-    items = scene.ids()
-    first_title, third_title = items["gridtitle:x"], items["gridtitle:x[::1000]"]
-    assert third_title.x == first_title.x and third_title.y > items["elem:x:0"].y
+    # Grids too wide for one line: the last starts a line of its own, under the first.
+    grid = torch.arange(10_000.0).view(100, 100)
+    blocks = {f"g[{k}::5]": grid[k::5] for k in range(5)}
+    items = draw_layout(*blocks.values(), names=list(blocks)).scene.ids()
+    first = items["gridtitle:g[0::5]"]
+    later = [items[f"gridtitle:{name}"] for name in blocks if items[f"gridtitle:{name}"].y > items["elem:g[0::5]:0"].y]
+    assert later and min(title.x for title in later) == first.x
     assert max(item.y for k, item in items.items() if k.startswith("elem:")) < items["cell:0:storage:0"].y
     # A bigger max_cells still draws more of the storage.
     wider = layout_picture(*views.values(), names=list(views), max_cells=256)

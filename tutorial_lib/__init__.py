@@ -18,6 +18,7 @@ from .facts.inplace_watch import (
     watch_inplace,
 )
 from .facts.memory import MemoryReport, format_bytes, measure_memory
+from .facts.names import names_snapshot
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .facts.places import SavedFile, StoragePlace, saved_file, storage_places
 from .facts.sharing import Sharing, sharing_of
@@ -25,6 +26,7 @@ from .facts.storage import Layout, layout, same_storage, shares_memory
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
+from .pictures.names_picture import draw_names
 from .pictures.places_picture import draw_places
 from .pictures.sharing_picture import draw_sharing
 from .pictures.tables import OpTable, op_table
@@ -59,6 +61,7 @@ __all__ = [
     "graph_svg",
     "draw_layout",
     "draw_memory_timeline",
+    "draw_names",
     "explain_inplace",
     "explanation_of",
     "format_bytes",
@@ -67,6 +70,7 @@ __all__ = [
     "layout",
     "layout_summary",
     "measure_memory",
+    "names_snapshot",
     "op_table",
     "same_storage",
     "shares_memory",

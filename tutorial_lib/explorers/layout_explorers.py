@@ -448,8 +448,11 @@ class StrideExplorer(Explorer):
         )
         listed = len(self.addresses)
         more = f"<p>… {lay.numel - listed:,} more elements</p>" if lay.numel > listed else ""
+        # The picture labels its parts in place; the long legend (what each number and border means) is here.
+        notes = "".join(f"<li>{html.escape(note)}</li>" for note in self.picture.notes)
+        help_text = f"<details><summary>How to read the picture</summary><ul>{notes}</ul></details>"
         return (
-            f'{head}<div style="max-height:{TABLE_HEIGHT};overflow-y:auto;display:inline-block">'
+            f'{head}{help_text}<div style="max-height:{TABLE_HEIGHT};overflow-y:auto;display:inline-block">'
             '<table style="border-collapse:collapse;font-family:monospace;font-size:12px;line-height:1.35">'
             f"{header}{rows}</table></div>{more}"
         )

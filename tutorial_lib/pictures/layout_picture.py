@@ -11,6 +11,7 @@ SVG. matplotlib is imported only when a picture is drawn.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..facts.storage import (
     unravel_index,
 )
 from . import palette
-from .render_mpl import render, require_axes
+from .render_mpl import render, require_axes, with_summary
 from .render_svg import svg
 from .scene import Arrow, Line, Rect, Scene, Style, Text, text_width, visible
 
@@ -56,10 +57,12 @@ class PictureCell:
     """One drawn cell: a storage cell (``row == "storage"``, ``state == "value"``) or one slot of a tensor's row.
 
     ``index`` counts in the row's own dtype; ``byte_start``/``nbytes`` place it in bytes. ``state`` is ``"read"``,
-    ``"unread"``, ``"unknown"`` (no listed element reads it, unlisted ones may) or ``"ghost"`` (past the storage's
-    end: a setting torch refuses); ``positions`` are the row-major positions of the listed elements reading it, and
-    ``count_exact`` is False when unlisted ones may read it too. ``text`` is the element's position, or the byte
-    values for a row whose dtype differs from its storage strip's (``view(torch.uint8)``).
+    ``"unread"``, ``"unknown"`` (no listed element reads it, unlisted ones may), ``"ghost"`` (past the storage's
+    end: a setting torch refuses) or ``"value"`` (a cell of a storage strip, or of the narrower strip
+    ``"storage as <dtype>"`` that reads the same bytes as a row's other dtype); ``positions`` are the row-major
+    positions of the listed elements reading it, and ``count_exact`` is False when unlisted ones may read it too.
+    ``text`` is one thing per kind of row: a storage cell's value; in a tensor's row the index of the element
+    reading the cell (``[1,0]``), or ``×n`` when n elements read it.
     """
 
     strip: int
@@ -319,9 +322,16 @@ def _slots(pieces, size: int) -> list[range]:
     return [range(_align_up(start, size) // size, stop // size) for kind, start, stop in pieces if kind == "cells"]
 
 
-def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list[PictureCell], list[PictureStep]]:
-    """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1;
-    ``holder``: for a row of another dtype than its strip's, the tensor whose storage gives its read cells' values."""
+def _element_text(position: int, shape) -> str:
+    """How a row names the element at row-major ``position``: its index, e.g. ``[1,0]`` (``[]`` for 0-d)."""
+    return "[" + ",".join(str(i) for i in unravel_index(position, shape)) + "]" if shape else "[]"
+
+
+def _row_plan(strip_no: int, member: _Member, pieces) -> tuple[list[PictureCell], list[PictureStep]]:
+    """A row's drawn cells (ghosts past the storage's end included), and one step per dimension longer than 1.
+
+    A cell read by one element names that element by its index (``[1,0]``), one read by several says how many
+    (``×3``): a row's numbers are never storage indices or values (the grid and the strip hold those)."""
     lay, size = member.layout, member.layout.itemsize
     windows = _slots(pieces, size)
     slots = [index for window in windows for index in window]
@@ -329,22 +339,21 @@ def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list
     past = lay.numel and lay.index_range[1] >= end  # listed elements past it: the first few are drawn as ghosts
     ghosts = sorted({i for i in lay.element_indices if end <= i < end + GHOST_CELLS}) if past else []
     found = lay.positions_at(slots + ghosts, tail=TAIL_LISTED)
-    values = {}
-    if holder is not None:  # the raw storage read as the row's dtype
-        for window in windows:
-            texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, lay.dtype)
-            values.update(zip(window, texts))
     # With every element listed, counts are exact; if the model says no two elements share a cell,
     # a listed read is exact too. Otherwise unlisted elements may also read a cell.
     complete = not lay.indices_truncated
     exact = complete or lay.has_internal_overlap is False
+
+    def named(positions: tuple[int, ...], sure: bool) -> str:
+        if sure and len(positions) == 1:
+            return _element_text(positions[0], lay.shape)
+        return f"×{len(positions)}" + ("" if sure else "+")
+
     cells = []
     for index in slots:
         positions = tuple(found.get(index, ()))
         if positions:
-            state, count_exact = "read", exact
-            text = str(positions[0]) if exact and len(positions) == 1 else f"×{len(positions)}" + ("" if exact else "+")
-            text = values.get(index, text)
+            state, count_exact, text = "read", exact, named(positions, exact)
         elif not complete and lay.index_range[0] <= index <= lay.index_range[1]:
             state, text, count_exact = "unknown", "?", False
         else:
@@ -352,13 +361,26 @@ def _row_plan(strip_no: int, member: _Member, pieces, holder=None) -> tuple[list
         cells.append(PictureCell(strip_no, member.name, index, index * size, size, state, positions, count_exact, text))
     for index in ghosts:
         positions = tuple(found.get(index, ()))
-        text = str(positions[0]) if len(positions) == 1 else f"×{len(positions)}"
+        text = named(positions, True)
         cells.append(PictureCell(strip_no, member.name, index, index * size, size, "ghost", positions, exact, text))
     shown = set(slots)
     return cells, [
         PictureStep(strip_no, member.name, dim, lay.stride[dim], origin, target, origin in shown and target in shown)
         for dim, origin, target in lay.step_targets()
     ]
+
+
+def _value_strip(strip_no: int, holder, dtype, pieces, show_values: bool) -> list[PictureCell]:
+    """The storage's bytes read as another ``dtype`` (a ``view(torch.uint8)`` row's): one ``"value"`` cell per
+    element of that dtype, in a row named ``"storage as <dtype>"`` drawn under the strip's ruler."""
+    size, cells, name = dtype.itemsize, [], f"storage as {dtype_name(dtype)}"
+    for window in _slots(pieces, size):
+        texts = ("",) * len(window)
+        if show_values and holder is not None:
+            texts = storage_values_text(holder, window.start, window.stop, len(window) or 1, dtype)
+        for index, text in zip(window, texts):
+            cells.append(PictureCell(strip_no, name, index, index * size, size, "value", (), True, text))
+    return cells
 
 
 def _shown(size: int, cap: int) -> tuple[int | None, ...]:
@@ -527,6 +549,16 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     lay = member.layout
     where = [f"shape {tuple_text(lay.shape)}", f"stride {tuple_text(lay.stride)}", f"offset {lay.storage_offset}"]
     contiguous = "contiguous" if lay.is_contiguous else "not contiguous"
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    memory_format = formats.get(len(lay.shape))
+    tensor = member.tensor
+    if (
+        not lay.is_contiguous
+        and memory_format
+        and tensor is not None
+        and tensor.is_contiguous(memory_format=memory_format)
+    ):
+        contiguous = f"not contiguous (row-major); contiguous as {str(memory_format).removeprefix('torch.')}"
     label = f"{member.name}: {'  '.join(where)}  ·  {dtype_name(lay.dtype)}  ·  {contiguous}"
     head = f"{member.name}: {' '.join(where)}"
     bits = [(what, bit) for what, bit, flag in LAZY_BITS if member.tensor is not None and flag(member.tensor)]
@@ -561,7 +593,9 @@ def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Membe
         # Two storage objects over overlapping memory: two from_numpy (or frombuffer) of one array's parts.
         description += f", another storage object over memory {first_of_all.name}'s storage also uses (shared)"
     elif strip_no > 0:
-        description += f", separate from {first_of_all.name}'s (not shared)"
+        name = first_of_all.name  # a name with spaces or commas is quoted, so it does not run into the words
+        owner = f'the storage of "{name}"' if re.search(r"[\s,]", name) else f"{name}'s"
+        description += f", separate from {owner} (not shared)"
     if len(group) > 1 and any(m.tensor is None for m in group):
         description += " (Layouts drawn on one strip because their storage sizes match)"
     return description
@@ -643,9 +677,11 @@ def layout_picture(
                 cells.append(PictureCell(strip_no, "storage", index, index * size, size, "value", (), True, text))
 
         summary_parts.append(description)
+        for other in dict.fromkeys(m.layout.dtype for m in group if m.layout.dtype != dtype):
+            cells += _value_strip(strip_no, holder, other, pieces, show_values)
         for member in group:
             own_values = show_values and member.layout.dtype != dtype
-            row_cells, row_steps = _row_plan(strip_no, member, pieces, holder if own_values else None)
+            row_cells, row_steps = _row_plan(strip_no, member, pieces)
             cells += row_cells
             steps += row_steps
             grids.append(_grid_plan(strip_no, member, copied.get(member.name)))
@@ -656,12 +692,13 @@ def layout_picture(
                 valued.append(rows[-1])
 
     notes, summary = _legend(strips, cells, grids, valued), "; ".join(summary_parts)
-    if any(grid.elements for grid in grids):
-        summary += "; each tensor is also drawn as a grid of its shape, each element naming the storage index it reads"
+    if any(_drawn(grid) and grid.elements for grid in grids):
+        which = "each tensor" if all(_drawn(grid) for grid in grids) else "each tensor of 2 or more dims"
+        summary += f"; {which} is also drawn as a grid of its shape, each element naming the storage index it reads"
     for name, (source, indices) in copied.items():
         more = f", … ({len(indices):,} in all)" if len(indices) > 12 else ""
         summary += f"; {name}'s elements hold the values of {source}'s cells {', '.join(map(str, indices[:12]))}{more}"
-    cuts = [grid.cut for grid in grids if grid.cut]
+    cuts = [grid.cut for grid in grids if grid.cut and _drawn(grid)]
     if cuts:
         summary += f" ({'; '.join(cuts)})"
     if any(cell.state == "unknown" for cell in cells):
@@ -686,7 +723,8 @@ def layout_picture(
 
 
 def _legend(strips, cells, grids, valued) -> list[str]:
-    """What each number, count and border in the picture means, one line each (drawn at the top)."""
+    """What each number, count and border in the picture means, one line each: the long legend, for an explorer's
+    help and the docs (the picture itself labels its parts in place: "index", "storage", "bytes")."""
     marks = {  # what a cell's look says, noted when some cell has it
         "repeated": "×n (hatched): a cell read by n elements (n+ : at least n)",
         "unread": "dotted border: not read by that tensor",
@@ -695,7 +733,7 @@ def _legend(strips, cells, grids, valued) -> list[str]:
     }
     states = {cell.state for cell in cells} | {"repeated" for cell in cells if cell.repeated}
     notes = []
-    if any(grid.elements for grid in grids):
+    if any(_drawn(grid) for grid in grids):
         notes.append("grids: element t[i, j] in its place, with the storage index it reads written in it")
     for grid in grids:
         if grid.source_row:
@@ -704,13 +742,21 @@ def _legend(strips, cells, grids, valued) -> list[str]:
             )
     has_values = any(cell.text for cell in cells if cell.row == "storage")
     notes.append("storage: the index above each cell" + (", its value inside" if has_values else ""))
-    notes.append("tensor rows: under each storage cell, the row-major position of the element that reads it")
+    notes.append("tensor rows: under each storage cell, the index [i,j] of the element that reads it")
     for row in valued:
-        notes.append(f"{row.name}: each cell it reads shows its {dtype_name(row.layout.dtype)} value, not a position")
+        notes.append(
+            f"storage as {dtype_name(row.layout.dtype)}: the same bytes read as {row.layout.dtype}, values inside"
+        )
     notes += [note for state, note in marks.items() if state in states]
     units = ", ".join(plural(itemsize, "byte") for itemsize in sorted({strip.itemsize for strip in strips}))
     notes.append(f"ruler under each storage: byte offsets ({units} per cell)")
     return notes
+
+
+def _drawn(grid: PictureGrid) -> bool:
+    """Whether a grid is drawn: a 1-D or 0-d tensor's grid would repeat its row, so only 2-D and up are, and a
+    copy's (its elements say which cell's value each holds, which its row cannot)."""
+    return len(grid.shape) >= 2 or bool(grid.source_row)
 
 
 def layout_summary(*tensors, names=None, max_cells: int = 64) -> str:
@@ -740,8 +786,15 @@ LABEL_LIFT = 0.12  # labels and storage indices stand this far above their cells
 LANE_HEIGHT = 0.75  # per step arrow under a row
 ROW_PAD = 0.25  # below a row's last arrow
 STRIP_GAP = 0.5
-LEGEND_LINE = palette.TEXT_PT * 1.25 / ROW_PT  # one line of the legend, drawn at the top
-LEGEND_GAP = 0.35  # below the legend
+STRIP_GAP_ACROSS = 2.0  # between storages drawn side by side
+SIDE_BY_SIDE = 29.0  # cells: separate storages sit side by side when together no wider (~1,000 px at 100 dpi)
+TITLE_GAP = 0.35  # between the ruler (or a narrower strip) and the storage's title under it
+VALUE_STRIP_GAP = 0.15  # above a narrower strip of the same bytes as another dtype
+VALUE_STRIP_HEIGHT = 0.8
+CONNECT_MAX = 16  # grids of at most this many drawn elements get a line from each element to its storage index
+CONNECT_ROOM = 1.3  # extra room between such grids and the strip, for the lines to be told apart
+GUTTER_PAD = 0.25  # between the in-place labels left of a strip and the strip
+LINE_UNITS = palette.TEXT_PT * 1.2 / (0.34 * 72)  # a second line of a label, in layout units
 GHOST_GAP = 0.5  # between a storage's end and the ghost cells past it
 RULER_HEIGHT = 0.7  # the byte ruler under a storage strip
 RULER_TICK = 0.25  # a cell edge's tick; a byte's tooth is half as long
@@ -764,9 +817,6 @@ LOOP_DROP = 0.05  # the loop starts this far below its row
 LOOP_POINTS = 8  # points along a loop's curve
 ARROW_ROOM = 0.6  # room right of an arrow's start for a loop
 LABEL_PAD = 0.3  # between the rightmost arrow and the step labels
-COUNT_Y = 0.32  # a repeated cell's count, from the cell's top
-POSITIONS_Y = 0.76  # a repeated cell's positions, from the cell's top
-POSITIONS_PER_CELL = 5  # characters of positions a repeated cell lists per cell of its width
 FIT_ROOM = 0.9  # the share of a cell's width its text may fill
 TURN_INDICES_AT = 0.9  # storage indices are turned upright when wider than this share of a cell
 MIN_FONT_PT = palette.MIN_TEXT_PT  # text shrunk to fit a cell stops here
@@ -801,13 +851,15 @@ STYLES = {
     "value": Style(size=FONT_PT, color=palette.INK, zorder=3),
     "unchecked": Style(size=FONT_PT, color=palette.MUTED, zorder=3),
     "count": Style(size=FONT_PT, weight="bold", color=palette.INK, halo=True, zorder=3),
-    "positions": Style(size=SMALL_PT, color=palette.INK, halo=True, zorder=3),
+    "element-index": Style(size=FONT_PT, color=palette.INK, zorder=3),
+    "ghost-index": Style(size=FONT_PT, color=palette.MUTED, zorder=3),
+    "gutter": Style(size=SMALL_PT + 0.5, color=palette.MUTED, zorder=3),
+    "connector": Style(edge=palette.MUTED, width=0.6, zorder=0),
     "ghost-text": Style(size=SMALL_PT, color=palette.STALE, zorder=3),
     "gap-text": Style(size=SMALL_PT, color=palette.INK, line_spacing=1.0, zorder=3),
     "elided": Style(size=FONT_PT + 2, color=palette.MUTED, zorder=3),
     "label": Style(size=FONT_PT, color=palette.INK, zorder=3),
     "step-text": Style(size=STEP_PT, color=palette.INK, halo=True, zorder=3),
-    "legend": Style(size=palette.TEXT_PT, color=palette.INK, line_spacing=1.25, zorder=3),
     "grid-title": Style(size=FONT_PT, weight="bold", color=palette.INK, zorder=3),
     "grid-head": Style(family=palette.MONO, size=SMALL_PT, color=palette.MUTED, zorder=3),
     "source": Style(size=SMALL_PT, color=palette.INK, zorder=3),
@@ -890,25 +942,48 @@ def _centred(x: float, y: float, text: str, style: str, ident: str = "", fit: fl
     return Text(_px(x), _py(y), text, style, ident, "middle", "middle", size)
 
 
-def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str, turned: bool) -> list:
-    """The rectangle and texts of one cell whose left edge is at ``x0``, ``wide`` cells wide, its top at ``top``."""
+def _fitted_size(texts, style: str, wide: float) -> float | None:
+    """One font size for all ``texts`` in cells ``wide`` cells across: the style's own (None) when all fit,
+    else the largest that fits them all, down to MIN_FONT_PT; 0.0 when some would not fit even at that."""
+    widest = max((_cells_wide(text, style) for text in texts), default=0.0)
+    room = wide * FIT_ROOM
+    if widest <= room:
+        return None
+    size = STYLES[style].size * room / widest
+    return size if size >= MIN_FONT_PT else 0.0
+
+
+def _cell_items(cell: PictureCell, x0: float, top: float, wide: float, fill: str, turned: bool, size=None) -> list:
+    """The rectangle and texts of one cell whose left edge is at ``x0``, ``wide`` cells wide, its top at ``top``;
+    ``size``: the font size of its value or element index (one per row, so a row's numbers look alike)."""
     ident, middle = f"{cell.strip}:{cell.row}:{cell.index}", x0 + wide / 2
     if cell.row == "storage":  # its index above it, turned upright when too wide
         index_y, turn = _py(top - LABEL_LIFT), 90.0 if turned else 0.0
         above = Text(_px(middle), index_y, f"{cell.index:,}", "index", f"index:{ident}", "middle", "bottom", None, turn)
         items = [_box(x0, top, wide, "storage", f"cell:{ident}"), above]
+    elif cell.state == "value":  # the same bytes read as another dtype: a narrower strip
+        items = [_box(x0, top, wide, "storage", f"cell:{ident}", VALUE_STRIP_HEIGHT)]
+        if cell.text and size != 0.0:
+            middle_y = top + VALUE_STRIP_HEIGHT / 2
+            items.append(
+                Text(_px(middle), _py(middle_y), cell.text, "value", f"text:{ident}", "middle", "middle", size)
+            )
+        return items
     else:
         style = (fill if cell.state == "read" else cell.state) + "-repeated" * cell.repeated
         items = [_box(x0 + CELL_INSET, top, wide - 2 * CELL_INSET, style, f"cell:{ident}")]
-    listed = ",".join(str(p) for p in cell.positions)
-    if cell.text and cell.repeated and len(listed) <= POSITIONS_PER_CELL * wide:
-        # A repeated cell says how often it is read, and by which elements when that fits.
-        items.append(_centred(middle, top + COUNT_Y, cell.text, "count", f"text:{ident}", wide))
-        items.append(_centred(middle, top + POSITIONS_Y, listed, "positions", f"positions:{ident}", wide))
-    elif cell.text:
-        style = "count" if cell.repeated else "unchecked" if cell.state in ("unknown", "ghost") else "value"
-        items.append(_centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide))
-    return items
+    if not cell.text:
+        return items
+    if cell.repeated or cell.state == "unknown":  # "×3", "?": their own look, fitted one by one
+        style = "count" if cell.repeated else "unchecked"
+        return [*items, _centred(middle, top + CELL_HEIGHT / 2, cell.text, style, f"text:{ident}", wide)]
+    if size == 0.0:  # this row's numbers do not fit its cells at the smallest size: the grid says them
+        return items
+    style = "value" if cell.row == "storage" else "ghost-index" if cell.state == "ghost" else "element-index"
+    return [
+        *items,
+        Text(_px(middle), _py(top + CELL_HEIGHT / 2), cell.text, style, f"text:{ident}", "middle", "middle", size),
+    ]
 
 
 def _step_items(step: PictureStep, arrow: tuple, lane: float, row_top: float, label_x: float) -> list:
@@ -926,8 +1001,10 @@ def _step_items(step: PictureStep, arrow: tuple, lane: float, row_top: float, la
     return items + [Text(_px(label_x), lane, label, "step-text", f"steptext:{ident}", "start", "middle")]
 
 
-def _grid_title(grid: PictureGrid) -> str:
-    """The line above a grid: the tensor's name and its shape as a grid, e.g. 'x: 3×4 grid (i down, j across)'."""
+def _grid_title(grid: PictureGrid, counted_in: str = "") -> str:
+    """The line above a grid: the tensor's name and its shape as a grid, e.g. 'x: 3×4 grid (i down, j across)';
+    above 2-D it says which dims the blocks and their rows and columns are; ``counted_in``: the dtype whose cells
+    the grid's numbers count when it is not the strip's (a ``view(torch.uint8)``'s count bytes)."""
     shape = grid.shape
     if not grid.elements:
         return f"{grid.row}: no elements (shape {tuple_text(shape)})"
@@ -935,16 +1012,27 @@ def _grid_title(grid: PictureGrid) -> str:
         return f"{grid.row}: 0-d, one element"
     if len(shape) == 1:
         return f"{grid.row}: {plural(shape[0], 'element', fmt=',')}"
-    return f"{grid.row}: {'×'.join(f'{size:,}' for size in shape)} grid (i down, j across)"
+    sizes = "×".join(f"{size:,}" for size in shape)
+    if len(shape) == 2:
+        how = "i down, j across"
+    else:
+        down = len(shape) - 2
+        lead = ", ".join(str(d) for d in range(down)) if down <= 3 else f"0–{down - 1}"  # 64 dims: "0–61"
+        how = f"blocks by dim{'s' * (down > 1)} {lead}; dim {down} down, dim {down + 1} across"
+    unit = f"; numbers count {counted_in} cells" if counted_in else ""
+    return f"{grid.row}: {sizes} grid ({how}{unit})"
 
 
-def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list, float, float]:
-    """A tensor's grid with its top left at (x, y): its items, width and height (in cells and layout units)."""
+def _grid_items(
+    grid: PictureGrid, fill: str, x: float, y: float, counted_in: str = ""
+) -> tuple[list, float, float, list]:
+    """A tensor's grid with its top left at (x, y): its items, width and height (in cells and layout units), and
+    ``(element, x of its middle, y of its bottom)`` per drawn element, where a connector to its cell starts."""
     name, shape = grid.row, grid.shape
-    items = [Text(_px(x), _py(y), _grid_title(grid), "grid-title", f"gridtitle:{name}")]
-    width, height = _cells_wide(items[0].text, "grid-title"), GRID_TITLE_HEIGHT
+    items = [Text(_px(x), _py(y), _grid_title(grid, counted_in), "grid-title", f"gridtitle:{name}")]
+    width, height, anchors = _cells_wide(items[0].text, "grid-title"), GRID_TITLE_HEIGHT, []
     if not grid.elements:
-        return items, width, height
+        return items, width, height, anchors
     first = grid.blocks[0]
     widest = max(_cells_wide(f"{element.storage_index:,}", "element") for element in grid.elements)
     element_w = min(MAX_ELEMENT_WIDTH, max(1.0, widest / FIT_ROOM))
@@ -990,11 +1078,12 @@ def _grid_items(grid: PictureGrid, fill: str, x: float, y: float) -> tuple[list,
                 _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset),
                 _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w),
             ]
+            anchors.append((element, middle, top_e + element_h - CELL_INSET))
             if element.source is not None:  # under its storage index, the cell whose value it holds
                 source_y = top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05
                 items.append(_centred(middle, source_y, f"← {element.source:,}", "source", f"source:{at}", element_w))
         height = max(height, rows_top + len(block.rows) * element_h - y)
-    return items, width, height
+    return items, width, height, anchors
 
 
 def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
@@ -1016,17 +1105,173 @@ def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
     return items
 
 
+def _shifted(item, dx: float, dy: float):
+    """``item`` moved ``dx``, ``dy`` points (built directly: ``dataclasses.replace`` costs an explorer update
+    about a millisecond)."""
+    if isinstance(item, Text):
+        return Text(item.x + dx, item.y + dy, *(getattr(item, name) for name in _TEXT_REST))
+    if isinstance(item, Rect):
+        return Rect(item.x + dx, item.y + dy, item.w, item.h, item.style, item.id)
+    return type(item)(tuple((x + dx, y + dy) for x, y in item.points), item.style, item.id)
+
+
+_TEXT_REST = ("text", "style", "id", "anchor", "baseline", "size", "rotation")  # Text's fields after x and y
+
+
+def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows: dict, grids: dict, compact=False):
+    """One storage's part of the picture, its top left at (0, 0): from the top its tensors' grids (2-D and up),
+    connectors from small grids' elements to the indices they read, the storage indices and strip, the byte ruler,
+    a narrower strip per other dtype read, the strip's title, and one row per tensor with its step arrows.
+
+    Returns ``(groups of items: heads, grids, cells, labels, steps; width and height in cells and layout units;
+    gutter width)``: the gutter left of x = 0 holds the short labels "index", "storage", "bytes" in place.
+    ``compact``: the title and row labels take two lines each, so storages fit side by side.
+    """
+    lines = LINE_UNITS if compact else 0.0  # the height a second line of a title or label adds
+    title = strip.description.replace(", ", ",\n", 1) if compact else strip.description
+    x_at, gaps, strip_width = _across(strip)
+    heads, grid_items, cells, labels, steps = [], [], [], [], []
+    width = max(strip_width, _cells_wide(title, "strip-title"))
+    last_index = f"{max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == 'cells'):,}"
+    turned = _cells_wide(last_index, "index") > strip.itemsize / strip.unit_bytes * TURN_INDICES_AT
+    index_h = INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
+    # Each tensor's grid above the storage: side by side, in lines no wider than the strip or GRID_BAND cells, so
+    # many views of a big storage do not widen the picture. 1-D and 0-d tensors have none: their row is the grid.
+    x, line_top, line_h, band_w = 0.0, GRID_GAP, 0.0, max(strip_width, GRID_BAND)
+    placed = []  # (grid, anchors, line top)
+    for name in strip.rows:
+        if not _drawn(grids[name]):
+            continue
+        row_dtype = rows[name].layout.dtype
+        counted_in = dtype_name(row_dtype) if rows[name].layout.itemsize != strip.itemsize else ""
+        drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in)
+        if x > 0 and x + grid_w > band_w:
+            x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
+            drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in)
+        grid_items += drawn
+        placed.append((grids[name], anchors, line_top))
+        width = max(width, x + grid_w)
+        x, line_h = x + grid_w + PANEL_GAP, max(line_h, grid_h)
+    # Small grids on the line just above the strip get a thin line from each element to the index it reads.
+    last_line = [(grid, anchors) for grid, anchors, at in placed if at == line_top]
+    # Only when every grid of that line is small: a line to one grid's cells would cross a big grid's elements.
+    connected = last_line if all(len(anchors) <= CONNECT_MAX for _, anchors in last_line) else []
+    band = line_top + line_h + GRID_GAP if placed else 0.0
+    top = band + (CONNECT_ROOM if connected else 0.0) + index_h  # the storage strip's, under its indices
+    index_top = top - index_h + INDEX_GAP / 2
+    for grid, anchors in connected:
+        itemsize = rows[grid.row].layout.itemsize
+        for element, ex, ey in anchors:
+            cx = None if element.past_end else x_at(element.storage_index * itemsize)
+            if cx is None:  # past the end or elided: no index to point at
+                continue
+            cx += itemsize / strip.unit_bytes / 2
+            ident = f"connector:{grid.row}:{element.position}"
+            heads.append(Line(((_px(ex), _py(ey)), (_px(cx), _py(index_top))), "connector", ident))
+    gutter = [
+        ("index", top - LABEL_LIFT - (index_h - INDEX_GAP) / 2),
+        ("storage", top + CELL_HEIGHT / 2),
+        ("bytes", top + CELL_HEIGHT + RULER_TICK + 0.2),
+    ]
+    heads += _ruler_items(strip, x_at, top + CELL_HEIGHT)
+    width = max(width, strip_width + _cells_wide(f"{strip.pieces[-1][2]:,}", "ruler-text") / 2)  # the last byte
+    y = top + CELL_HEIGHT + RULER_HEIGHT
+    row_y = {"storage": top}  # each row's top
+    value_rows = list(dict.fromkeys(c.row for c in picture.cells if c.strip == strip.index and c.state == "value"))
+    for name in [n for n in value_rows if n != "storage"]:  # the same bytes as another dtype: a narrower strip
+        y += VALUE_STRIP_GAP
+        row_y[name] = y
+        gutter.append((name.removeprefix("storage "), y + VALUE_STRIP_HEIGHT / 2))
+        y += VALUE_STRIP_HEIGHT
+    y += TITLE_GAP  # the storage's title under it, at the strip it names
+    heads.append(Text(_px(0), _py(y), title, "strip-title", f"strip:{strip.index}"))
+    y += TITLE_HEIGHT - TITLE_RAISE + ("\n" in title) * lines * palette.TITLE_PT / FONT_PT
+    for name in strip.rows:
+        row = rows[name]
+        label = row.label.replace("  ·  ", "\n", 1) if compact else row.label
+        width = max(width, _cells_wide(label, "label"))
+        y += LABEL_HEIGHT + ("\n" in label) * lines
+        row_y[name] = y
+        label_y = _py(y - LABEL_LIFT)
+        labels.append(Text(_px(0), label_y, label, "label", f"label:{strip.index}:{name}", baseline="bottom"))
+        y += CELL_HEIGHT
+        # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
+        lanes, right, row_steps = {}, 0.0, [step for step in picture.steps if step.row == name]
+        for step in sorted(row_steps, key=lambda s: abs(s.to_index - s.from_index)):
+            y += LANE_HEIGHT
+            arrow = _arrow(step, strip, row.layout.itemsize, x_at)
+            if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
+                lanes[step.dim] = (arrow, y)
+                right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
+        labels_wide = [_cells_wide(arrow[2], "step-text") for arrow, _ in lanes.values()]
+        width = max(width, right + LABEL_PAD + max(labels_wide, default=0.0))
+        # Labels in one column right of every arrow of the row: no tick line crosses a label.
+        for step in [step for step in row_steps if step.dim in lanes]:
+            steps += _step_items(step, *lanes[step.dim], row_y[name], right + LABEL_PAD)
+        y += ROW_PAD
+    for x0, x1, hidden in gaps:
+        middle, ident = (x0 + x1) / 2, f"{strip.index}:{x0:g}"
+        heads.append(_box(x0 + GAP_INSET, top, x1 - x0 - 2 * GAP_INSET, "gap", f"gap:{ident}"))
+        text = f"… {hidden:,} cells\nnot shown …"
+        heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
+        heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
+    ghost_x = strip_width + GHOST_GAP  # past the storage's end: right of the strip, a little apart
+    mine = [cell for cell in picture.cells if cell.strip == strip.index]
+    sizes = {}  # one font size per row for its values or element indices: its numbers look alike
+    for name in ["storage", *value_rows, *strip.rows]:
+        plain = [c for c in mine if c.row == name and c.text and not c.repeated and c.state != "unknown"]
+        values = _holds_values(name)
+        fitted = [
+            _fitted_size([c.text], "value" if values else "element-index", c.nbytes / strip.unit_bytes) for c in plain
+        ]
+        if 0.0 in fitted:  # values shrink to the smallest size; element indices are left to the grid
+            sizes[name] = MIN_FONT_PT if values else 0.0
+        elif any(size is not None for size in fitted):
+            sizes[name] = min(size for size in fitted if size is not None)
+    for cell in mine:
+        wide = cell.nbytes / strip.unit_bytes
+        if cell.state == "ghost":
+            x0 = ghost_x + (cell.byte_start - strip.pieces[-1][2]) / strip.unit_bytes
+            width = max(width, x0 + wide)
+        else:
+            x0 = x_at(cell.byte_start)
+        cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned, sizes.get(cell.row))
+    # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
+    # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
+    beyond = [rows[n].layout for n in strip.rows if rows[n].layout.numel]
+    beyond = [lay for lay in beyond if lay.index_range[1] >= lay.storage_numel]
+    if beyond:  # a setting torch refuses: say where it reaches
+        reach, cells_in_all = beyond[0].index_range[1], beyond[0].storage_numel
+        text = f"past the end of the storage ({cells_in_all:,} cells):\nreaches index {reach:,}, torch refuses"
+        heads.append(Text(_px(ghost_x), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
+        width = max(width, ghost_x + _cells_wide(text, "ghost-text"))
+    gutter_w = max(_cells_wide(text, "gutter") for text, _ in gutter) + GUTTER_PAD
+    for text, middle in gutter:
+        ident = f"gutter:{strip.index}:{text}"
+        heads.append(Text(_px(-GUTTER_PAD), _py(middle), text, "gutter", ident, "end", "middle"))
+    return (heads, grid_items, cells, labels, steps), width, y, gutter_w
+
+
+def _holds_values(row: str) -> bool:
+    """Whether a row of cells holds values (a storage strip, or its bytes read as another dtype)."""
+    return row.startswith("storage")
+
+
 def layout_scene(picture: LayoutPicture) -> Scene:
     """The drawing of a ``LayoutPicture`` as a ``Scene``, in points; both renderers draw it.
 
-    From the top: the legend (what every number means), then per storage its title, each tensor's grid
-    (``elem:<row>:<position>`` for element rectangles, ``elemtext:…`` for the storage index in them,
-    ``gridtitle:<row>``, ``rowhead:…``/``colhead:…``/``blocklabel:…`` headers), the storage strip with a byte
-    ruler under it (``ruler:<strip>:<byte>``), and one row per tensor. Every cell's rectangle and texts carry ids
-    naming it: ``cell:<strip>:<row>:<index>``, ``text:…``, ``index:…`` (storage cells), ``positions:…``
-    (repeated cells); also ``strip:<strip>``, ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``,
-    ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``, ``ghosttext:<strip>`` and ``legend``. The title is the
-    picture's summary.
+    Per storage (side by side when they fit ``SIDE_BY_SIDE`` cells across, else one under another): each tensor
+    of 2 or more dims as a grid (``elem:<row>:<position>`` for element rectangles, ``elemtext:…`` for the
+    storage index in them, ``gridtitle:<row>``, ``rowhead:…``/``colhead:…``/``blocklabel:…`` headers), thin
+    ``connector:<row>:<position>`` lines from a small grid's elements to the indices they read, the storage strip
+    with its indices above and a byte ruler under it (``ruler:<strip>:<byte>``), a narrower strip per other dtype
+    read (``cell:<strip>:storage as uint8:<index>``), the storage's title (``strip:<strip>``), and one row per
+    tensor whose cells name the element reading them (``[1,0]``; ``×n`` when several do). Short labels stand
+    in place left of the strip (``gutter:<strip>:index``, ``…:storage``, ``…:bytes``): there is no sentence
+    legend (``LayoutPicture.notes`` keeps it, for help texts). Every cell's rectangle and texts carry ids
+    naming it: ``cell:<strip>:<row>:<index>``, ``text:…``, ``index:…`` (storage cells); also
+    ``label:<strip>:<row>``, ``step:<strip>:<row>:<dim>``, ``steptext:…``, ``gap:<strip>:<x>``, ``gaptext:…``
+    and ``ghosttext:<strip>``. The title is the picture's summary.
 
     Raises:
         TypeError: ``picture`` is not a LayoutPicture (from ``layout_picture``).
@@ -1035,83 +1280,27 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     fills = {row.name: f"row{i % len(ROW_FILLS)}" for i, row in enumerate(picture.rows)}
     rows = {row.name: row for row in picture.rows}
     grids = {grid.row: grid for grid in picture.grids}
-    legend = "\n".join(picture.notes)
-    # The legend at the top, the strips below it; items go out as titles and gaps, grids, cells, labels, steps.
-    heads, grid_items, cells, labels, steps = [], [], [], [], []
-    width = _cells_wide(legend, "legend")
-    y = TOP_MARGIN + len(picture.notes) * LEGEND_LINE + LEGEND_GAP
-    for strip in picture.strips:
-        x_at, gaps, strip_width = _across(strip)
-        width = max(width, strip_width, _cells_wide(strip.description, "strip-title"))
-        last_index = f"{max((end - 1) // strip.itemsize for kind, _, end in strip.pieces if kind == 'cells'):,}"
-        turned = _cells_wide(last_index, "index") > strip.itemsize / strip.unit_bytes * TURN_INDICES_AT
-        index_h = INDEX_GAP + (TURNED_CHAR * len(last_index) + TURNED_PAD if turned else INDEX_HEIGHT)
-        title_y = _py(y + TITLE_HEIGHT - TITLE_RAISE)  # y: the strip's top
-        heads.append(Text(_px(0), title_y, strip.description, "strip-title", f"strip:{strip.index}", baseline="bottom"))
-        # Each tensor's grid above the storage (the primary reading of the picture): side by side, in lines no
-        # wider than the strip or GRID_BAND cells, so many views of a big storage do not widen the picture.
-        x, line_top, line_h, band_w = 0.0, y + TITLE_HEIGHT + GRID_GAP, 0.0, max(strip_width, GRID_BAND)
-        for name in strip.rows:
-            drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
-            if x > 0 and x + grid_w > band_w:
-                x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
-                drawn, grid_w, grid_h = _grid_items(grids[name], fills[name], x, line_top)
-            grid_items += drawn
-            width = max(width, x + grid_w)
-            x, line_h = x + grid_w + PANEL_GAP, max(line_h, grid_h)
-        top = line_top + line_h + GRID_GAP + index_h  # the storage strip's, under its indices
-        heads += _ruler_items(strip, x_at, top + CELL_HEIGHT)
-        y = top + CELL_HEIGHT + RULER_HEIGHT
-        row_y = {"storage": top}  # each row's top
-        for name in strip.rows:
-            row = rows[name]
-            width = max(width, _cells_wide(row.label, "label"))
-            y += LABEL_HEIGHT
-            row_y[name] = y
-            label_y = _py(y - LABEL_LIFT)
-            labels.append(Text(_px(0), label_y, row.label, "label", f"label:{strip.index}:{name}", baseline="bottom"))
-            y += CELL_HEIGHT
-            # Shortest jump nearest the row: arrows sharing a start then nest without crossing ticks.
-            lanes, right, row_steps = {}, 0.0, [step for step in picture.steps if step.row == name]
-            for step in sorted(row_steps, key=lambda s: abs(s.to_index - s.from_index)):
-                y += LANE_HEIGHT
-                arrow = _arrow(step, strip, row.layout.itemsize, x_at)
-                if arrow is not None:  # None: the row's first cell is elided, its label still gives the strides
-                    lanes[step.dim] = (arrow, y)
-                    right = max(right, arrow[0] + ARROW_ROOM, arrow[1] if arrow[1] is not None else 0.0)
-            labels_wide = [_cells_wide(arrow[2], "step-text") for arrow, _ in lanes.values()]
-            width = max(width, right + LABEL_PAD + max(labels_wide, default=0.0))
-            # Labels in one column right of every arrow of the row: no tick line crosses a label.
-            for step in [step for step in row_steps if step.dim in lanes]:
-                steps += _step_items(step, *lanes[step.dim], row_y[name], right + LABEL_PAD)
-            y += ROW_PAD
-        y += STRIP_GAP
-        for x0, x1, hidden in gaps:
-            middle, ident = (x0 + x1) / 2, f"{strip.index}:{x0:g}"
-            heads.append(_box(x0 + GAP_INSET, top, x1 - x0 - 2 * GAP_INSET, "gap", f"gap:{ident}"))
-            text = f"… {hidden:,} cells\nnot shown …"
-            heads.append(_centred(middle, top + CELL_HEIGHT / 2, text, "gap-text", f"gaptext:{ident}"))
-            heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
-        ghost_x = strip_width + GHOST_GAP  # past the storage's end: right of the strip, a little apart
-        for cell in [cell for cell in picture.cells if cell.strip == strip.index]:
-            wide = cell.nbytes / strip.unit_bytes
-            if cell.state == "ghost":
-                x0 = ghost_x + (cell.byte_start - strip.pieces[-1][2]) / strip.unit_bytes
-                width = max(width, x0 + wide)
-            else:
-                x0 = x_at(cell.byte_start)
-            cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned)
-        # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
-        # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
-        beyond = [rows[n].layout for n in strip.rows if rows[n].layout.numel]
-        beyond = [lay for lay in beyond if lay.index_range[1] >= lay.storage_numel]
-        if beyond:  # a setting torch refuses: say where it reaches
-            reach, cells_in_all = beyond[0].index_range[1], beyond[0].storage_numel
-            text = f"past the end of the storage ({cells_in_all:,} cells):\nreaches index {reach:,}, torch refuses"
-            heads.append(Text(_px(ghost_x), _py(top + 0.1), text, "ghost-text", f"ghosttext:{strip.index}"))
-            width = max(width, ghost_x + _cells_wide(text, "ghost-text"))
-    items = (Text(_px(0), _py(TOP_MARGIN), legend, "legend", "legend"), *heads, *grid_items, *cells, *labels, *steps)
-    return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(y), items, STYLES, picture.summary)
+    blocks = [_strip_block(picture, strip, fills, rows, grids) for strip in picture.strips]
+    side_by_side = False
+    gutter = _cells_wide("storage", "gutter") + GUTTER_PAD  # the least a block's gutter takes
+    strips_alone = sum(_across(strip)[2] + gutter for strip in picture.strips) + STRIP_GAP_ACROSS * (len(blocks) - 1)
+    if len(blocks) > 1 and strips_alone <= SIDE_BY_SIDE:  # side by side when they fit, titles and labels in 2 lines
+        compact = [_strip_block(picture, strip, fills, rows, grids, compact=True) for strip in picture.strips]
+        across = sum(gutter + width for _, width, _, gutter in compact) + STRIP_GAP_ACROSS * (len(blocks) - 1)
+        side_by_side = across <= SIDE_BY_SIDE
+        blocks = compact if side_by_side else blocks
+    groups, x, y, width, height = [[] for _ in range(5)], 0.0, TOP_MARGIN, 0.0, 0.0
+    for parts, block_w, block_h, gutter in blocks:
+        dx, dy = (x + gutter) * CELL_PT, y * ROW_PT
+        for group, items in zip(groups, parts):
+            group += [_shifted(item, dx, dy) for item in items]
+        width, height = max(width, x + gutter + block_w), max(height, y + block_h)
+        if side_by_side:
+            x += gutter + block_w + STRIP_GAP_ACROSS
+        else:
+            y += block_h + STRIP_GAP
+    items = tuple(item for group in groups for item in group)
+    return Scene((width + 2 * SIDE_MARGIN) * CELL_PT, _py(height + STRIP_GAP), items, STYLES, picture.summary)
 
 
 def picture_svg(picture: LayoutPicture) -> str:
@@ -1127,16 +1316,19 @@ def picture_svg(picture: LayoutPicture) -> str:
 def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values: bool = True):
     """Draw tensors over their storage: each tensor's grid, the storage as a strip of cells, one row per tensor.
 
-    A legend at the top says what every number is. Each tensor's elements are drawn as a grid of its shape
-    (blocks labelled by their leading indices above 2-D, big grids cut with "…"), element ``t[i, j]`` in its
-    tensor's colour with the storage index it reads written in it. A byte ruler under the strip counts bytes
-    (a tooth per byte, a number per cell edge). Each row highlights the cells its tensor reads, numbered with
-    each element's row-major position (a row whose dtype differs from the storage's shows its values instead);
-    a cell read by several elements (``expand`` with stride 0) shows ``×n`` and is hatched; arrows
-    under the row show one step along each dimension (stride k = a jump of k cells). Tensors over one
-    storage share a strip, so sharing and non-overlap are visible; a tensor with its own storage gets
-    a separate strip. Rows whose itemsizes differ (``view(torch.uint8)``) are drawn per byte so byte
-    extents line up. A storage longer than ``max_cells`` cells is drawn as windows around the region
+    Each number has one meaning: a grid's numbers are storage indices, the strip's are values, a row's name
+    elements. Each tensor of 2 or more dims is drawn as a grid of its shape (blocks by its leading dims above
+    2-D, big grids cut with "…"), element ``t[i, j]`` in its tensor's colour with the storage index it reads
+    written in it; grids of at most 16 elements get a thin line from each element to that index. 1-D and 0-d
+    tensors get no grid (their row says the same). Short labels stand left of the strip ("index", "storage",
+    "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge). Each row
+    highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``, left out when a
+    row's indices do not fit its cells); a cell read by several elements (``expand`` with stride 0) shows ``×n``
+    and is hatched; arrows under the row show one step along each dimension (stride k = a jump of k cells).
+    Tensors over one storage share a strip, so sharing and non-overlap are visible; a tensor with its own storage
+    gets a separate strip, beside the first when they fit about 1,000 px. Rows whose itemsizes differ
+    (``view(torch.uint8)``) are drawn per byte so byte extents line up, and the bytes' values in that dtype get a
+    second, narrower strip. A storage longer than ``max_cells`` cells is drawn as windows around the region
     the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly and stays
     narrow (each tensor's first cells are always shown); grids too wide for one line wrap onto the next.
 
@@ -1145,7 +1337,8 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``), ``fig.layout_picture``
+        The matplotlib Figure, with ``fig.summary`` (one line of text, as ``layout_summary``; a notebook shows it as
+        the figure's text/plain, so a cell need not print it), ``fig.layout_picture``
         (the ``LayoutPicture`` drawn) and ``fig.scene`` (the ``Scene`` drawn, see ``layout_scene``).
 
     Raises:
@@ -1154,6 +1347,6 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     require_axes(ax)
     picture = layout_picture(*tensors, names=names, max_cells=max_cells, show_values=show_values)
     scene = layout_scene(picture)
-    fig = render(scene, ax=ax)
-    fig.summary, fig.layout_picture, fig.scene = picture.summary, picture, scene
+    fig = with_summary(render(scene, ax=ax), picture.summary)
+    fig.layout_picture, fig.scene = picture, scene
     return fig

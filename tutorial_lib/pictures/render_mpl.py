@@ -137,3 +137,24 @@ def render(scene, ax=None, fig=None):
             collection.set(gid=gid, zorder=style.zorder)
             ax.add_collection(collection, autolim=False)  # the limits are set: skip updating data limits
     return fig
+
+
+_SUMMARY_CLASSES: dict = {}
+
+
+def with_summary(fig, summary: str):
+    """``fig`` with ``fig.summary = summary``, which a notebook then shows as the figure's ``text/plain`` (what a
+    screen reader reads, a text-only reading copy shows and nbval compares) instead of ``<Figure size …>``; so a
+    cell need not print the summary above the picture. A figure the caller made (``ax=`` given) keeps its class."""
+    fig.summary = summary
+    if getattr(fig, "_repr_png_", None) is None:  # not one of ours (bare_figure): leave the caller's figure be
+        return fig
+    base = type(fig)
+    if base not in _SUMMARY_CLASSES:
+
+        def _repr_pretty_(self, printer, cycle):
+            printer.text(self.summary)
+
+        _SUMMARY_CLASSES[base] = type(f"Summarised{base.__name__}", (base,), {"_repr_pretty_": _repr_pretty_})
+    fig.__class__ = _SUMMARY_CLASSES[base]
+    return fig
