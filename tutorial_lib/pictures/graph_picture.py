@@ -583,7 +583,7 @@ def _check_bound(bound) -> dict:
     return bound
 
 
-def _bound_names(tensor, graph: Graph, names: dict) -> dict:
+def bound_names_of(tensor, graph: Graph, names: dict) -> dict:
     """``{node id: [names]}``: the ``names`` bound to a tensor some backward node of the graph made (``b`` for the
     ``ExpBackward0`` of ``b = a.exp()``); leaves and the output carry their name as their title already."""
     made: dict = {}
@@ -612,7 +612,9 @@ def _fits(scene: Scene) -> bool:
     return scene.width <= MAX_WIDTH_PT and scene.height <= MAX_HEIGHT_PT
 
 
-def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((), (), None)):
+def _planned(
+    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 2
+):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement).
 
     ``extras``: the stepper's new nodes, newly stale chips and the Python names bound to nodes."""
@@ -632,13 +634,16 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
     require_type(names, (dict, type(None)), "names", "a dict from name to tensor")
-    new_nodes, newly_stale, bound = extras
+    new_nodes, newly_stale, bound, order = extras
+    if order is not None and not (isinstance(order, (list, tuple)) and all(isinstance(n, str) for n in order)):
+        raise TypeError(f"colour_order must be a list of names (str) or None, got {describe(order)}")
+    order = list(order) if order is not None else list(names or {})
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
     show_ids, bound = _check_ids(show_ids), _check_bound(bound)
     labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
     graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
     if tensor is not None and names:
-        bound = {**_bound_names(tensor, graph, names), **bound}
+        bound = {**bound_names_of(tensor, graph, names), **bound}
     line_notes = watch_notes(tensor) if tensor is not None else {}
 
     def plan(view: CollapsedGraph, limit: int, fitted: bool = False):
@@ -648,15 +653,15 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
         hazards = inplace_hazards(tensor) if graph.truncated and tensor is not None else ()
         beyond = sum(1 for h in hazards if h.node_id >= len(graph.nodes))  # stale, in nodes autograd_graph did not keep
         summary, messages = _texts(graph, view, items, show_values, beyond, drawn, line_notes, fitted)
-        colours = _tensor_colours(graph, own, list(names or {}))
+        colours = _tensor_colours(graph, own, order)
         styles = dict(STYLES)
         for k in colours.values():
             styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
             styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
         boxes = {i: _group_box(view, i, show_saved) for i in items if view.is_group(i)}
         for node in (view.graph.nodes[i] for i in items if i not in boxes):
-            number = show_ids.get(node.id, node.id) if isinstance(show_ids, dict) else node.id
-            tag = f"#{number}" if show_ids is not False else ""
+            number = show_ids.get(node.id) if isinstance(show_ids, dict) else node.id if show_ids else None
+            tag = "" if number is None else f"#{number}"  # a dict numbers only the nodes it holds
             marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())))
             boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks)
         layout = graph_layout(view.restricted(items), {i: b.size for i, b in boxes.items()})
@@ -676,7 +681,7 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     return planned[:3]
 
 
-def _planned_all(t_or_graph, captions, *options, marks=((), (), None)):
+def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None)):
     """``_planned`` (``options``: names to show_ids) for one graph, or for each graph of a comparison side by side."""
     if not isinstance(t_or_graph, (list, tuple)):
         if captions is not None:
@@ -687,8 +692,8 @@ def _planned_all(t_or_graph, captions, *options, marks=((), (), None)):
     one_each = isinstance(captions, (list, tuple)) and len(captions) == len(t_or_graph)
     if captions is not None and not (one_each and all(isinstance(c, str) for c in captions)):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
-    if any(marks[:2]) or marks[2]:
-        raise ValueError("new_nodes, newly_stale and bound_names only apply to one graph, not to a comparison")
+    if any(marks[:2]) or any(m is not None for m in marks[2:]):
+        raise ValueError("new_nodes, newly_stale, bound_names and colour_order only apply to one graph")
     scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
     return side_by_side(scenes, captions), views, layouts
 
@@ -706,6 +711,7 @@ def graph_scene(
     newly_stale=(),
     show_ids=False,
     bound_names=None,
+    colour_order=None,
 ) -> Scene:
     """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
@@ -740,6 +746,8 @@ def graph_scene(
             (``show_error``, the stepper's table); a dict from node id to number shows those numbers instead.
         bound_names: dict from node id to the Python names bound to the tensor it made, drawn above its box
             (from ``names`` they are found by themselves; the stepper passes its own).
+        colour_order: names in the order they take the tensor colours (default: ``names``' order, then the rest as
+            the graph meets them); the stepper passes its variables' so a tensor keeps its colour from step to step.
 
     Returns:
         The ``Scene``; its ``title`` is the one-line summary of what is drawn.
@@ -750,7 +758,7 @@ def graph_scene(
             ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
     options = (names, show_values, show_saved, collapse, max_nodes, model, show_ids)
-    return _planned_all(t_or_graph, captions, *options, marks=(new_nodes, newly_stale, bound_names))[0]
+    return _planned_all(t_or_graph, captions, *options, marks=(new_nodes, newly_stale, bound_names, colour_order))[0]
 
 
 def draw_graph(

@@ -40,8 +40,9 @@ _CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of ([\w:]+)(?=,)")
 #: told apart by their numbers, which the picture repeats (① ② ③) where each part is drawn.
 _PART_LOOK = f"background:{tint(STALE, 0.15)};border-bottom:2px solid {STALE}"
 _CIRCLED = "①②③"
-#: The style of the numbers the picture puts beside what each part of the message names.
-_MARK_SIZE = 9.0  # bold, and no taller than a chip's line (8.6 points): the tensor's and the versions' marks sit on adjacent rows
+#: The style of the numbers the picture puts beside what each part of the message names: bold, and no taller than a
+#: chip's line (8.6 points), since the tensor's and the versions' marks sit on adjacent rows.
+_MARK_SIZE = 9.0
 _PART_MARK_STYLE = Style(family=SANS, size=_MARK_SIZE, weight="bold", color=STALE, halo=True, zorder=8)
 _HAZARD_GAP, _MARK_GAP = 3.0, 3.0  # the hazard border sits 3 points outside a box; a mark 3 points from its target
 
