@@ -62,7 +62,8 @@ def svg_texts(svg: str) -> list[tuple[str, str]]:
     for element in ET.fromstring(svg).iter(f"{SVG}text"):
         spans = element.findall(f"{SVG}tspan")
         content = "\n".join(span.text or "" for span in spans) if spans else (element.text or "")
-        found.append((element.get("id"), content))
+        if element.get("id") is not None:  # a halo's white copy carries no id
+            found.append((element.get("id"), content))
     return sorted(found)
 
 
@@ -386,7 +387,7 @@ def test_a_comparison_draws_graphs_side_by_side_under_captions():
     single = [graph_scene(t, names=names) for t in pair]
     assert scene.title == f"clone: {single[0].title} | detach: {single[1].title}"
     assert texts_with(scene, "0/caption") == ["clone"] and texts_with(scene, "1/caption") == ["detach"]
-    assert len(texts_with(scene, "0/label:")) == 6 and len(texts_with(scene, "1/label:")) == 4
+    assert len(texts_with(scene, "0/label:")) == 6 and len(texts_with(scene, "1/label:")) == 5  # with detached x, cut
     ids = scene.ids()
     assert ids["0/label:0"].x < ids["1/label:0"].x
     # one colour per name in both panels: w's leaf on the left, x's chip (x.detach() is x's memory) on the right
@@ -706,3 +707,33 @@ def test_a_wide_graph_is_cut_to_a_window_instead_of_shrinking_its_text():
     assert "more nodes not drawn" in texts_with(scene, "message")[0]
     small = graph_scene((x * leaves[0]).sum())
     assert not texts_with(small, "message")  # a small graph is drawn whole, as before
+
+
+def test_detach_is_drawn_as_a_cut_a_grey_box_and_a_broken_edge_where_the_gradient_stops():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    with_clone, with_detach = (x.clone() * w).sum(), (x.detach() * w).sum()
+    scene = graph_scene([with_clone, with_detach], names={"x": x, "w": w})
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert not [i for i in ids if i.startswith("0/cut")]  # the clone's gradient reaches x: no cut
+    (ghost,) = [i for i in ids if i.startswith("1/label:") and ids[i].style == "graph-cut-title"]
+    assert texts[ghost] == "x" and texts[ghost.replace("label", "detail")] == "leaf · (3,)"
+    (box,) = [item for item in scene.items if item.style == "graph-boxes-cut"]
+    top = min(y for _, y in box.points)
+    assert scene.styles["graph-boxes-cut"].dash and ids[ghost].y > top  # a dashed grey box with x's name in it
+    item = ghost.removeprefix("1/label:")
+    assert texts[f"1/cut-label:{item}"] == "✂ detach(): no gradient"
+    line, arrow = ids[f"1/cut-edge:{item}"], ids[f"1/cut-arrow:{item}"]
+    assert line.points[-1] != arrow.points[0] and arrow.points[-1][1] <= top + 1  # broken, and it ends at x's box
+    assert "detached, so no gradient flows back to it: x saved by MulBackward0" in scene.title
+    assert "dashed grey: cut off, no gradient flows" in texts["1/legend"]
+    # a named tensor whose node is drawn elsewhere: the cut edge goes to it
+    h = x.exp()
+    y = (h.detach() * w).sum() + h.sum()
+    scene = graph_scene(y, names={"x": x, "w": w, "h": h})
+    assert texts_with(scene, "cut-label:") == ["✂ detach(): no gradient"]
+    assert not [item for item in scene.items if item.style == "graph-boxes-cut"]
+    # a saved tensor changed in place since is not a cut: its node is above the saver
+    b = x.exp()
+    b.mul_(2)
+    assert not texts_with(graph_scene(b.sum(), names={"x": x, "b": b}), "cut-label:")

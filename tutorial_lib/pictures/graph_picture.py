@@ -68,6 +68,10 @@ STYLES = {
     "graph-boxes-output": Style(fill=PAPER, edge=INK, width=0.8, zorder=3),
     "graph-boxes-group": Style(fill=STORAGE, edge=INK, width=1.0, zorder=3),
     "graph-boxes-new": Style(edge=INK, width=2.2, zorder=4),
+    "graph-boxes-cut": Style(fill=PAPER, edge=MUTED, width=0.8, dash=(3, 2), zorder=3),
+    "graph-cut-edge": Style(edge=MUTED, width=0.8, dash=(3, 2)),
+    "graph-cut-title": Style(family=MONO, size=FONT_SIZE, weight="bold", color=MUTED, zorder=5),
+    "graph-cut-label": Style(family=SANS, size=SMALL_FONT_SIZE, color=MUTED, halo=True, zorder=6),
     "graph-boxes-hazard": Style(edge=STALE, width=2.4, dash=(4, 2), zorder=4),
     "graph-chip": Style(fill=PAPER, edge=MUTED, width=0.6, zorder=4),
     "graph-chip-gone": Style(fill=PAPER, edge=FAINT, width=0.6, dash=(2, 2), zorder=4),
@@ -96,6 +100,7 @@ _LEGEND = {
     "chip": "inner boxes: saved tensors",
     "hazard": "red dashed ⚠: changed in place since saved",
     "new": "thick: new this step",
+    "cut": "dashed grey: cut off, no gradient flows",
 }
 
 _WARNING = "⚠"  # a box line starting with it is drawn as a warning, in graph-warning's font
@@ -406,6 +411,8 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         items = [Rect(x, y, w, h, "graph-boxes-output"), Rect(x + 2, y + 2, w - 4, h - 4, "graph-boxes-output")]
     elif box.kind == "group":
         items = [Rect(x + 3, y + 3, w, h, "graph-boxes-shadow"), Rect(x, y, w, h, "graph-boxes-group")]
+    elif box.kind == "cut":  # a tensor detach() cut off: drawn, greyed, where the graph would have gone on
+        items = [Polygon(_rounded(x, y, w, h), "graph-boxes-cut")]
     else:
         items = [Rect(x, y, w, h, "graph-boxes-backward")]
     if box.stale:
@@ -418,7 +425,8 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         items.append(Text(x + w - PAD_X, top + 1, box.tag, "graph-id", f"node-id:{box.item}", anchor="end"))
     else:
         centre = x + w / 2
-    items.append(Text(centre, top, box.title, "graph-title", f"label:{box.item}", anchor="middle"))
+    title_style = "graph-cut-title" if box.kind == "cut" else "graph-title"
+    items.append(Text(centre, top, box.title, title_style, f"label:{box.item}", anchor="middle"))
     if box.new:
         items.append(Text(x + w - PAD_X, y - 3, "new", "graph-new", f"new-label:{box.item}", "end", "bottom"))
     if box.bound:  # the learner's names for the tensor this node made, above its top-left corner (Python Tutor's)
@@ -458,9 +466,59 @@ def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
     return items
 
 
-def _legend_entries(boxes, layout: GraphLayout) -> list[str]:
-    """The legend's entries for what this picture draws."""
+def _cut_edge_items(points, item: int) -> list:
+    """A cut edge: dashed grey, broken in the middle of its first segment, labelled there ``detach(): no gradient``."""
+    (ax, ay), (bx, by) = points[0], points[1]
+    gap = min(8.0, abs(by - ay) / 3)
+    mid = ((ax + bx) / 2, (ay + by) / 2)
+    t = gap / 2 / max(1e-9, math.hypot(bx - ax, by - ay))
+    before = (mid[0] - (bx - ax) * t, mid[1] - (by - ay) * t)
+    after = (mid[0] + (bx - ax) * t, mid[1] + (by - ay) * t)
+    return [
+        Line((points[0], before), "graph-cut-edge", f"cut-edge:{item}"),
+        Arrow((after, *points[1:]), "graph-cut-edge", f"cut-arrow:{item}"),
+        Text(mid[0] + 5, mid[1], "✂ detach(): no gradient", "graph-cut-label", f"cut-label:{item}", baseline="middle"),
+    ]
+
+
+def _detached(graph: Graph, names: dict, own: set, bound: dict) -> list[tuple[int, str, int | None]]:
+    """``(node id, name, node of the named tensor or None)`` for each drawn node that saved a named tensor which
+    requires grad but to whose node no path leads from it: the node was given it detached (``x.detach()``, ``x.data``),
+    and the gradient stops there. The named tensor's node is its leaf, or the node that made it (None: not drawn)."""
+    children: dict[int, list[int]] = {}
+    for a, b in graph.edges:
+        children.setdefault(a, []).append(b)
+
+    def reach(start: int) -> set:
+        seen, stack = {start}, [start]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return seen
+
+    node_of = {n.label: n.id for n in graph.nodes if _named_leaf(n)}
+    node_of.update({name: i for i, bound_here in bound.items() for name in bound_here})
+    found = []
+    for node in graph.nodes:
+        if node.id not in own or node.kind != "backward":
+            continue
+        for name in dict.fromkeys(s.name for s in node.saved if s.name is not None):
+            tensor = names.get(name)
+            if tensor is None or not tensor.requires_grad or (node.id, name) in {(f[0], f[1]) for f in found}:
+                continue
+            target = node_of.get(name)
+            if target is not None and (target in reach(node.id) or node.id in reach(target)):
+                continue  # its gradient flows (or it is what this node made, changed in place since)
+            found.append((node.id, name, target if target in own else None))
+    return found
+
+
+def _legend_entries(boxes, layout: GraphLayout, cut: bool = False) -> list[str]:
+    """The legend's entries for what this picture draws (``cut``: a detached tensor's cut edge)."""
     shown = {"arrows"} if layout.edges else set()
+    shown |= {"cut"} if cut else set()
     for box in boxes.values():
         marks = {"chip": box.chips, "hazard": box.stale, "new": box.new}
         shown |= {box.kind, *(key for key, on in marks.items() if on)}
@@ -484,11 +542,11 @@ def _legend_lines(entries: list[str], width: float) -> list[str]:
     return lines
 
 
-def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, summary: str) -> Scene:
+def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, summary: str, cut_edges=()) -> Scene:
     """The legend, messages, boxes, edges, chips and in-place edits of a picture, y flipped from the placement's."""
     edits = [c for b in boxes.values() for c in b.chips if c.edit]
     edit_room = max((text_width(c.edit, MONO, CHIP_FONT_SIZE, "bold") + EDIT_GAP + 6 for c in edits), default=0.0)
-    entries = _legend_entries(boxes, layout)
+    entries = _legend_entries(boxes, layout, bool(cut_edges))
     legend_width = _legend_width(" · ".join(entries))
     content_width = max(layout.width + edit_room, 48 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE, min(legend_width, 250.0))
     legend_lines = _legend_lines(entries, content_width)
@@ -506,6 +564,9 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
 
     items: list = []
     for route in layout.edges:
+        if (route.source, route.target) in cut_edges:
+            items.extend(_cut_edge_items([at(x, y) for x, y in route.points], route.target))
+            continue
         items.append(Arrow(tuple(at(x, y) for x, y in route.points), "graph-edges"))
         if route.count > 1:  # x * x: two gradients flow along the same edge
             (ax, ay), (bx, by) = route.points[:2]
@@ -664,8 +725,34 @@ def _planned(
             tag = "" if number is None else f"#{number}"  # a dict numbers only the nodes it holds
             marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())))
             boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks)
-        layout = graph_layout(view.restricted(items), {i: b.size for i, b in boxes.items()})
-        return _scene(layout, boxes, cut, messages, view.item_of, styles, summary), view, layout, len(items)
+        restricted = view.restricted(items)
+        detached = _detached(graph, names, own, bound) if tensor is not None and names else []
+        if detached:  # draw each cut: a dashed edge to the tensor's box, or to a grey box of it when not drawn
+            ghost, extra_items, extra_edges = len(graph.nodes) + len(view.groups), [], []
+            for node_id, name, target in detached:
+                if target is None:
+                    what = f"{'leaf' if names[name].is_leaf else 'tensor'} · {shape_text(names[name].shape)}"
+                    boxes[ghost] = _Box(ghost, "cut", visible(name), (what,), 0)
+                    target, ghost = ghost, ghost + 1
+                    extra_items.append(target)
+                extra_edges.append((node_id, target))
+            restricted = CollapsedGraph(
+                graph,
+                view.how,
+                view.groups,
+                restricted.items + tuple(extra_items),
+                restricted.edges + tuple(extra_edges),
+                restricted.edge_counts + (1,) * len(extra_edges),
+                view._group_of,
+            )
+            said = ", ".join(f"{name} saved by {graph.nodes[i].name}" for i, name, _ in detached)
+            summary = f"{summary[:-1]}; detached, so no gradient flows back to it: {said}."
+        layout = graph_layout(restricted, {i: b.size for i, b in boxes.items()})
+        cut_edges = (
+            {(i, t) for i, t in restricted.edges[len(restricted.edges) - len(detached) :]} if detached else set()
+        )
+        scene = _scene(layout, boxes, cut, messages, view.item_of, styles, summary, cut_edges)
+        return scene, view, layout, len(items)
 
     view = _choose_view(graph, tensor, collapse, model)
     planned = plan(view, max_nodes)
