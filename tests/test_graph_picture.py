@@ -733,7 +733,11 @@ def test_detach_is_drawn_as_a_cut_a_grey_box_and_a_broken_edge_where_the_gradien
     scene = graph_scene(y, names={"x": x, "w": w, "h": h})
     assert texts_with(scene, "cut-label:") == ["✂ detach(): no gradient"]
     assert not [item for item in scene.items if item.style == "graph-boxes-cut"]
-    # a saved tensor changed in place since is not a cut: its node is above the saver
+    # a saved tensor changed in place since is not a cut: its node is above the saver, or not in the graph at all
     b = x.exp()
     b.mul_(2)
     assert not texts_with(graph_scene(b.sum(), names={"x": x, "b": b}), "cut-label:")
+    h = x.sin()
+    y = h * w
+    h.add_(3)  # h's grad_fn is now the add_'s AddBackward0, which y's graph does not hold
+    assert not texts_with(graph_scene(y, names={"x": x, "w": w, "h": h}), "cut-label:")

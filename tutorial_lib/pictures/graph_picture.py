@@ -504,7 +504,8 @@ def _detached(graph: Graph, names: dict, own: set, bound: dict) -> list[tuple[in
     for node in graph.nodes:
         if node.id not in own or node.kind != "backward":
             continue
-        for name in dict.fromkeys(s.name for s in node.saved if s.name is not None):
+        # a stale one was changed in place since, which gave it a new grad_fn: not a cut
+        for name in dict.fromkeys(s.name for s in node.saved if s.name is not None and not s.stale):
             tensor = names.get(name)
             if tensor is None or not tensor.requires_grad or (node.id, name) in {(f[0], f[1]) for f in found}:
                 continue
