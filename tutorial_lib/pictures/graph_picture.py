@@ -764,7 +764,8 @@ def _planned(
             planned = plan(view, max_nodes)
     while not _fits(planned[0]) and planned[3] > 1:  # still too big: a window of the boxes nearest the output
         scene, boxes = planned[0], planned[3]
-        shrink = min(MAX_WIDTH_PT / scene.width, MAX_HEIGHT_PT / scene.height, 0.9)
+        # width squared: a window loses width more slowly than boxes (its widest layers stay); height goes with them
+        shrink = min((MAX_WIDTH_PT / scene.width) ** 2, MAX_HEIGHT_PT / scene.height, 0.9)
         planned = plan(view, max(1, min(boxes - 1, int(boxes * shrink))), fitted=True)
     return planned[:3]
 
