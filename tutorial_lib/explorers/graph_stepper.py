@@ -8,6 +8,9 @@ a browser; ``widget`` wraps it in ipywidgets: Back / Next buttons, the program l
 ran highlighted (as Python Tutor does) beside the picture as inline SVG, and below them a table of saved tensors
 in a scroll box, so the picture stays where it is however long the table grows. What each step added to the
 graph, made stale or freed is marked on its line of the listing, in the table and in the picture (``StepChange``).
+Nodes are numbered in the order they were made and keep their number from step to step (``creation_numbers``); each
+node that made a tensor a variable names carries that name, and every step's picture has the size of the largest, the
+graph at its bottom, so nothing jumps as the learner steps.
 
 ipywidgets and matplotlib are imported only when a widget or figure is made.
 """
