@@ -741,3 +741,12 @@ def test_detach_is_drawn_as_a_cut_a_grey_box_and_a_broken_edge_where_the_gradien
     y = h * w
     h.add_(3)  # h's grad_fn is now the add_'s AddBackward0, which y's graph does not hold
     assert not texts_with(graph_scene(y, names={"x": x, "w": w, "h": h}), "cut-label:")
+
+
+def test_a_group_box_says_none_stale_in_plain_words_not_all_current():
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    for _ in range(40):
+        y = (y * 1.01).exp()
+    details = " ".join(texts_with(graph_scene(y, collapse="repeats"), "detail:"))
+    assert "none stale" in details and "all current" not in details

@@ -255,7 +255,7 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
     saved = [(view.graph.nodes[m], s) for m in group.members for s in view.graph.nodes[m].saved]
     stale = [f"{_stale_marker(s)} ({node.name} {s.attribute})" for node, s in saved if s.stale]
     if show_saved and saved:
-        lines.append(f"saved: {len(saved)}, {f'{len(stale)} stale' if stale else 'all current'}")
+        lines.append(f"saved: {len(saved)}, {f'{len(stale)} stale' if stale else 'none stale'}")
     return _Box(item, "group", group.label, tuple(lines + stale), len(stale))
 
 
