@@ -750,3 +750,18 @@ def test_a_group_box_says_none_stale_in_plain_words_not_all_current():
         y = (y * 1.01).exp()
     details = " ".join(texts_with(graph_scene(y, collapse="repeats"), "detail:"))
     assert "none stale" in details and "all current" not in details
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (dict(show_ids="yes"), "show_ids"),
+        (dict(show_ids={1: "one"}), "show_ids"),
+        (dict(bound_names={1: "b"}), "bound_names"),
+        (dict(colour_order="x"), "colour_order"),
+    ],
+)
+def test_the_new_options_refuse_bad_values_naming_the_argument(options, named):
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match=f"{named} must be"):
+        graph_scene((x * 2).sum(), **options)
