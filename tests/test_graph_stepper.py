@@ -502,3 +502,22 @@ def test_the_picture_has_one_size_at_every_step_and_old_nodes_keep_their_height_
         if "legend" in ids:
             legend_y.add(round(ids["legend"].y, 3))
     assert len(sizes) == 1 and len(leaf_y) == 1 and len(legend_y) == 1 and len(fills) == 1
+
+
+def test_names_rebound_since_are_greyed_on_the_nodes_they_named():
+    stepper = GraphStepper(
+        [
+            ("a leaf", "x = torch.tensor([0.1, 0.2], requires_grad=True)"),
+            ("y", "y = x * 2"),
+            ("again", "y = y * 2"),
+            ("again", "y = y * 2"),
+        ]
+    )
+    stepper.goto(4)
+    scene = stepper.scene
+    texts = dict(scene.texts())
+    muls = sorted((stepper.numbers[n.id], n.id) for n in stepper.graph.nodes if n.name == "MulBackward0")
+    (_, newest), older = muls[-1], [node_id for _, node_id in muls[:-1]]
+    assert texts["label:0"] == "y" and f"former-name:{newest}" not in texts  # y is the output: its node is the newest
+    assert [texts[f"former-name:{node_id}"] for node_id in older] == ["(was y)", "(was y)"]
+    assert scene.styles["graph-former-name"].color != scene.styles["graph-name"].color  # greyed

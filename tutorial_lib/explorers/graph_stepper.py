@@ -297,6 +297,8 @@ class GraphStepper(Explorer):
         self.graph: Graph | None = None
         self.numbers: dict[int, int] = {}  # the graph's node id -> its number, in the order the nodes were made
         self._next_number = 1
+        self._ever_bound: dict[int, list[str]] = {}  # a node's number -> every name bound to what it made so far
+        self.rebound: dict[int, list[str]] = {}
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed)
             if self._setup is not None:
@@ -346,6 +348,27 @@ class GraphStepper(Explorer):
         else:
             self.graph, self.hazards = None, []
         self.numbers, self._next_number = creation_numbers(before, self.numbers, self.graph, self._next_number)
+        self._note_rebound(name)
+
+    def _note_rebound(self, name) -> None:
+        """Remember the names bound to each node's tensor (the followed one: its output's node), and find those bound
+        once and rebound since (``y`` on the older ``MulBackward0`` after ``y = y * 2``)."""
+        self.rebound = {}
+        if self.graph is None:
+            return
+        now = {node_id: list(names) for node_id, names in self.bound.items()}
+        made_output = [b for a, b in self.graph.edges if a == 0] if self.graph.nodes[0].kind == "output" else []
+        if made_output and name:
+            now.setdefault(made_output[0], []).append(name)
+        for node_id, names in now.items():
+            number = self.numbers.get(node_id)
+            if number is not None:
+                ever = self._ever_bound.setdefault(number, [])
+                ever.extend(n for n in names if n not in ever)
+        for node_id, number in self.numbers.items():
+            gone = [n for n in self._ever_bound.get(number, ()) if n not in now.get(node_id, ())]
+            if gone:
+                self.rebound[node_id] = gone
 
     def _moved(self) -> None:
         """After running or rerunning: show the new state."""
@@ -425,6 +448,7 @@ class GraphStepper(Explorer):
                 newly_stale=change.made_stale,
                 show_ids=self.numbers,
                 bound_names=self.bound,
+                rebound_names=self.rebound,
                 colour_order=[k for k, v in self.namespace.items() if isinstance(v, torch.Tensor)],  # first bound first
             )
         if self.position == 0:

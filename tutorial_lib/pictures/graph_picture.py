@@ -81,6 +81,7 @@ STYLES = {
     "graph-detail": Style(family=MONO, size=FONT_SIZE, color=INK, zorder=5, line_spacing=LINE_SPACING),
     "graph-id": Style(family=MONO, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
     "graph-name": Style(family=MONO, size=FONT_SIZE, weight="bold", color=INK, zorder=5),
+    "graph-former-name": Style(family=MONO, size=FONT_SIZE, color=MUTED, zorder=5),
     "graph-new": Style(family=SANS, size=SMALL_FONT_SIZE, weight="bold", color=INK, zorder=5),
     "graph-chip-text": Style(family=MONO, size=CHIP_FONT_SIZE, color=INK, zorder=5),
     # Warnings use DejaVu Sans, whose ⚠ is full size (the monospace one is tiny).
@@ -141,6 +142,7 @@ class _Box:
     fill: str = ""  # a named leaf's style: its tensor colour, as its chips show it ('' for the kind's own)
     tag: str = ""  # the node id shown at the top right ("#3"), '' when ids are not shown
     bound: str = ""  # the Python names bound to the tensor this node made ("b", "y, z"), drawn above the box
+    former: str = ""  # names that were bound to it and have been rebound since, drawn greyed after them
 
     @property
     def size(self) -> tuple[float, float]:
@@ -202,7 +204,7 @@ def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
     return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch)
 
 
-def _node_box(node, show_values, show_saved, line_notes, colours: dict, new_nodes, newly_stale, tag, bound) -> _Box:
+def _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale, tag, bound, former) -> _Box:
     """A node's box: shape, values, saved tensors as chips (stale ones always: they are the point), then the lines
     ``watch_inplace`` recorded for it; a leaf a chip names in the chip's colour."""
     lines = []
@@ -227,7 +229,8 @@ def _node_box(node, show_values, show_saved, line_notes, colours: dict, new_node
     fill = f"graph-boxes-leaf-{colours[node.label]}" if node.kind == "leaf" and node.label in colours else ""
     new = node.id in new_nodes
     title = visible(node.label)
-    return _Box(node.id, node.kind, title, tuple(lines), stale, tuple(chips), tuple(below), new, fill, tag, bound)
+    texts = (title, tuple(lines), stale, tuple(chips), tuple(below), new, fill, tag, bound, former)
+    return _Box(node.id, node.kind, *texts)
 
 
 def _wrap_list(text: str, width: int) -> list[str]:
@@ -431,6 +434,9 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         items.append(Text(x + w - PAD_X, y - 3, "new", "graph-new", f"new-label:{box.item}", "end", "bottom"))
     if box.bound:  # the learner's names for the tensor this node made, above its top-left corner (Python Tutor's)
         items.append(Text(x, y - 4, box.bound, "graph-name", f"name:{box.item}", "start", "bottom"))
+    if box.former:  # names rebound since: greyed, after the current ones
+        after = x + (text_width(box.bound + " ", MONO, FONT_SIZE, "bold") if box.bound else 0.0)
+        items.append(Text(after, y - 4, box.former, "graph-former-name", f"former-name:{box.item}", "start", "bottom"))
     items.extend(_text_items(box.lines, x, top + _LINE, box.item))
     chip_top = top + (1 + len(box.lines)) * _LINE
     placed = []
@@ -632,8 +638,9 @@ def _check_ids(show_ids) -> dict | bool:
     return show_ids
 
 
-def _check_bound(bound) -> dict:
-    """``bound_names``: a dict from node id to the Python names bound to the tensor that node made."""
+def _check_bound(bound, argument: str = "bound_names") -> dict:
+    """``bound_names`` (``rebound_names``): a dict from node id to the Python names bound (once bound) to the tensor
+    that node made."""
     if bound is None:
         return {}
     fine = isinstance(bound, dict) and all(
@@ -641,7 +648,7 @@ def _check_bound(bound) -> dict:
         for k, v in bound.items()
     )
     if not fine:
-        raise TypeError(f"bound_names must be a dict from node id to a list of names (str), got {describe(bound)}")
+        raise TypeError(f"{argument} must be a dict from node id to a list of names (str), got {describe(bound)}")
     return bound
 
 
@@ -675,7 +682,7 @@ def _fits(scene: Scene) -> bool:
 
 
 def _planned(
-    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 2
+    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 3
 ):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement).
 
@@ -696,12 +703,12 @@ def _planned(
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
     require_type(names, (dict, type(None)), "names", "a dict from name to tensor")
-    new_nodes, newly_stale, bound, order = extras
+    new_nodes, newly_stale, bound, order, former = extras
     if order is not None and not (isinstance(order, (list, tuple)) and all(isinstance(n, str) for n in order)):
         raise TypeError(f"colour_order must be a list of names (str) or None, got {describe(order)}")
     order = list(order) if order is not None else list(names or {})
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
-    show_ids, bound = _check_ids(show_ids), _check_bound(bound)
+    show_ids, bound, former = _check_ids(show_ids), _check_bound(bound), _check_bound(former, "rebound_names")
     labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
     graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
     if tensor is not None and names:
@@ -724,7 +731,8 @@ def _planned(
         for node in (view.graph.nodes[i] for i in items if i not in boxes):
             number = show_ids.get(node.id) if isinstance(show_ids, dict) else node.id if show_ids else None
             tag = "" if number is None else f"#{number}"  # a dict numbers only the nodes it holds
-            marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())))
+            was = ", ".join(former.get(node.id, ()))
+            marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())), f"(was {was})" if was else "")
             boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks)
         restricted = view.restricted(items)
         detached = _detached(graph, names, own, bound) if tensor is not None and names else []
@@ -770,7 +778,7 @@ def _planned(
     return planned[:3]
 
 
-def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None)):
+def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None, None)):
     """``_planned`` (``options``: names to show_ids) for one graph, or for each graph of a comparison side by side."""
     if not isinstance(t_or_graph, (list, tuple)):
         if captions is not None:
@@ -782,7 +790,7 @@ def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None)):
     if captions is not None and not (one_each and all(isinstance(c, str) for c in captions)):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
     if any(marks[:2]) or any(m is not None for m in marks[2:]):
-        raise ValueError("new_nodes, newly_stale, bound_names and colour_order only apply to one graph")
+        raise ValueError("new_nodes, newly_stale, bound_names, colour_order and rebound_names only apply to one graph")
     scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
     return side_by_side(scenes, captions), views, layouts
 
@@ -801,6 +809,7 @@ def graph_scene(
     show_ids=False,
     bound_names=None,
     colour_order=None,
+    rebound_names=None,
 ) -> Scene:
     """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
@@ -837,6 +846,8 @@ def graph_scene(
             (from ``names`` they are found by themselves; the stepper passes its own).
         colour_order: names in the order they take the tensor colours (default: ``names``' order, then the rest as
             the graph meets them); the stepper passes its variables' so a tensor keeps its colour from step to step.
+        rebound_names: dict from node id to names once bound to the tensor it made and rebound since (``y`` after
+            ``y = y * 2``), drawn greyed after the current names as ``(was y)``: the stepper's.
 
     Returns:
         The ``Scene``; its ``title`` is the one-line summary of what is drawn.
@@ -847,7 +858,8 @@ def graph_scene(
             ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
     options = (names, show_values, show_saved, collapse, max_nodes, model, show_ids)
-    return _planned_all(t_or_graph, captions, *options, marks=(new_nodes, newly_stale, bound_names, colour_order))[0]
+    marks = (new_nodes, newly_stale, bound_names, colour_order, rebound_names)
+    return _planned_all(t_or_graph, captions, *options, marks=marks)[0]
 
 
 def draw_graph(
