@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import html  # noqa: E402
 import re  # noqa: E402
 import xml.etree.ElementTree as ElementTree  # noqa: E402
 
@@ -17,7 +18,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from models import SavesW, stale_exp_example  # noqa: E402
 
+from tutorial_lib.pictures.graph_placement import PAD_X  # noqa: E402
 from tutorial_lib.pictures.palette import STALE  # noqa: E402
+from tutorial_lib.pictures.scene import size_of, text_width  # noqa: E402
 from tutorial_lib.tools.errors import message_parts, show_error  # noqa: E402
 
 VERSION_MESSAGE = "is at version 1; expected version 0"
@@ -166,10 +169,10 @@ def test_the_html_marks_each_part_in_the_message_and_explains_it_below():
     message, explanations = root.findall("div")[0], root.find("ul")
     expected = [(part.kind, part.text) for part in report.parts]
     assert marks(message) == expected and marks(explanations) == expected
-    numbers = [sup.findtext("b") for sup in message.iter("sup")]
-    assert numbers == ["1", "2", "3"] == [sup.findtext("b") for sup in explanations.iter("sup")]
+    numbers = [b.text for b in message.iter("b") if b.text in "①②③"]
+    assert numbers == ["①", "②", "③"] == [b.text for b in explanations.iter("b") if b.text in "①②③"]
     # without the numbers, the message reads as torch wrote it
-    assert "".join(text for text in message.itertext() if text not in "123") == f"RuntimeError: {report.message}"
+    assert "".join(text for text in message.itertext() if text not in "①②③") == f"RuntimeError: {report.message}"
     for item, part in zip(explanations.findall("li"), report.parts):
         assert "".join(item.itertext()).endswith(part.explanation)
         assert item.find("mark").get("data-node") == str(part.node_id)
@@ -202,13 +205,30 @@ def test_the_picture_numbers_what_each_part_names_as_the_html_does():
     marks = {ident: item for ident, item in ids.items() if ident.startswith("part:")}
     assert [marks[f"part:{k}"].text for k in ("tensor", "creator", "versions")] == ["①", "②", "③"]
     chip, title = ids[f"chip:{hazard.node_id}:0"], ids[f"label:{hazard.node_id}"]
-    assert marks["part:tensor"].y == ids[f"chip-text:{hazard.node_id}:0"].y and marks["part:creator"].y == title.y
-    assert marks["part:versions"].y == ids[f"warning:{hazard.node_id}"].y
-    assert all(m.x < chip.x for m in marks.values()) and scene.styles["error-part"].color == STALE
+    chip_text, warning = ids[f"chip-text:{hazard.node_id}:0"], ids[f"warning:{hazard.node_id}"]
+    # each centred on the row of what it names, never on the box's dashed hazard border (3 points outside the box)
+    for mark, row in (
+        (marks["part:tensor"], chip_text),
+        (marks["part:creator"], title),
+        (marks["part:versions"], warning),
+    ):
+        assert mark.baseline == "middle" and mark.y == pytest.approx(row.y + size_of(row, scene.styles) / 2)
+    box_left = chip.x - PAD_X
+    hazard_border = [r for r in scene.items if r.style == "graph-boxes-hazard"][0]
+    assert hazard_border.x == pytest.approx(box_left - 3)
+    for mark in (marks["part:tensor"], marks["part:versions"]):  # outside the border, to the left of the box
+        assert mark.anchor == "end" and mark.x < hazard_border.x
+    half_title = text_width(title.text, "mono", size_of(title, scene.styles), "bold") / 2
+    assert marks["part:creator"].x == pytest.approx(title.x - half_title - 3)  # just before the title, in the box
+    assert scene.styles["error-part"].size >= 9 and scene.styles["error-part"].color == STALE
+    assert min(m.x for m in marks.values()) - scene.styles["error-part"].size >= 0  # inside the picture
     # the changed tensor and its edit: b's chip, the write mul_ drawn to the box of its node
     assert dict(scene.texts())[f"chip-text:{hazard.node_id}:0"].startswith("result = b ")
     assert dict(scene.texts())[f"edit-label:{hazard.node_id}:0"] == "mul_ → v1"
-    assert "① ② ③ in it mark what parts 1, 2 and 3 name" in report._repr_html_()
+    html_text = report._repr_html_()
+    assert "① ② ③ in it sit beside what the parts of the message marked ① ② ③ name" in html_text
+    for mark, part in zip("①②③", report.parts):  # the message's marks are the picture's: circled, in vermilion
+        assert f"{html.escape(part.text)}</mark><b style='color:{STALE}'>{mark}</b>" in html_text
     assert report.figure.summary == scene.title and "after mul_" in report.summary
 
 

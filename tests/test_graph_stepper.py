@@ -215,10 +215,9 @@ def test_the_table_has_a_header_node_ids_and_marks_this_steps_rows():
     stepper.goto(3)
     header, *rows = table_rows(stepper.info.value)
     assert header == ["node", "saved", "shape", "saved at", "now", "state", "this step"]
-    ids = {node.name: node.id for node in stepper.graph.nodes}
-    assert rows == [
-        [f"#{ids['MulBackward0']} MulBackward0", "other", "()", "v0", "v0", "ok", "new"],
-        [f"#{ids['ExpBackward0']} ExpBackward0", "result", "(3,)", "v0", "v1", "⚠ stale", "made stale"],
+    assert rows == [  # numbered in the order the nodes were made: x's leaf 1, exp 2, mul_ 3
+        ["#3 MulBackward0", "other", "()", "v0", "v0", "ok", "new"],
+        ["#2 ExpBackward0", "result", "(3,)", "v0", "v1", "⚠ stale", "made stale"],
     ]
     assert stepper.info.value.count(f"background:{HIGHLIGHT}") == 2
     stepper.step_forward()
@@ -364,8 +363,9 @@ def test_the_picture_marks_what_the_step_added_and_made_stale_by_node_id():
     assert texts[f"warning:{node_id}"] == "⚠ stale: saved v0, now v1 · this step"
     assert texts[f"chip-text:{node_id}:0"].startswith(f"{attribute} = a ")  # the variable it is
     assert texts[f"edit-label:{node_id}:0"] == "mul_ → v1"
-    assert texts[f"node-id:{node_id}"] == f"#{node_id}"  # the table's "#<id> ExpBackward0" points at this box
-    assert f"#{node_id} ExpBackward0" in stepper.table_html()
+    number = stepper.numbers[node_id]
+    assert texts[f"node-id:{node_id}"] == f"#{number}"  # the table's "#<n> ExpBackward0" points at this box
+    assert f"#{number} ExpBackward0" in stepper.table_html()
 
 
 def test_the_node_a_step_adds_is_the_new_one_on_top_not_an_older_one_alike():
@@ -441,3 +441,83 @@ def test_the_current_step_highlight_has_no_hue_a_tensor_or_verdict_uses():
     _, _, saturation = colorsys.rgb_to_hls(*to_rgb(HIGHLIGHT))
     assert saturation < 0.05
     assert HIGHLIGHT.lower() not in {c.lower() for c in palette.TENSOR_TINTS}
+
+
+# issue 22, item 5: ids in creation order, names on nodes, a picture that does not jump
+
+
+def numbered(stepper) -> dict:
+    """``{node name or leaf label: the number its box shows}`` at the stepper's current step."""
+    texts = dict(stepper.scene.texts())
+    return {texts[f"label:{i}"]: texts[f"node-id:{i}"] for i in stepper.numbers}
+
+
+def test_nodes_are_numbered_in_creation_order_and_keep_their_number_from_step_to_step():
+    steps = [
+        ("a leaf", "x = torch.tensor([1.0, 2.0], requires_grad=True)"),
+        ("b", "b = x.exp()"),
+        ("c", "c = b * 3"),
+        ("d", "d = c.sin()"),
+    ]
+    stepper = GraphStepper(steps)
+    seen = {}
+    for k in range(1, 5):
+        stepper.goto(k)
+        now = numbered(stepper)
+        assert all(now[name] == number for name, number in seen.items() if name in now)  # never renumbered
+        seen.update(now)
+    assert seen == {"x": "#1", "ExpBackward0": "#2", "MulBackward0": "#3", "SinBackward0": "#4"}
+    assert "node-id:0" not in stepper.scene.ids()  # the output, the tensor shown, has no number
+
+
+def test_nodes_carry_the_python_names_bound_to_what_they_made():
+    stepper = GraphStepper(STEPS)
+    stepper.goto(4)  # y = (a * x).sum(): a is ExpBackward0's result (changed in place by mul_: MulBackward0's now)
+    texts = dict(stepper.scene.texts())
+    graph = stepper.graph
+    named = {int(i.removeprefix("name:")): t for i, t in texts.items() if i.startswith("name:")}
+    assert texts["label:0"] == "y"  # the output is the followed tensor, titled by its name
+    (a_node,) = [i for i, t in named.items() if t == "a"]
+    below = [graph.nodes[b].name for a, b in graph.edges if a == a_node]
+    assert graph.nodes[a_node].name == "MulBackward0" and below == ["ExpBackward0"]  # a.mul_(2) made a what it is
+    assert "x" in {texts[f"label:{n.id}"] for n in graph.nodes if n.kind == "leaf"}  # a leaf is titled by its name
+    stepper.goto(2)
+    texts = dict(stepper.scene.texts())
+    assert texts["label:0"] == "a" and not [i for i in texts if i.startswith("name:")]  # a is the output here
+
+
+def test_the_picture_has_one_size_at_every_step_and_old_nodes_keep_their_height_and_colour():
+    stepper = GraphStepper(STEPS)
+    sizes, leaf_y, legend_y, fills = set(), set(), set(), set()
+    for k in range(len(STEPS) + 1):
+        stepper.goto(k)
+        scene = stepper.scene
+        sizes.add((round(scene.width, 3), round(scene.height, 3)))
+        ids = scene.ids()
+        leaf = [i for i, t in scene.texts() if i.startswith("label:") and t == "x"]
+        if leaf:
+            leaf_y.add(round(ids[leaf[0]].y, 3))
+            box = [item for item in scene.items if item.style.startswith("graph-boxes-leaf")]
+            fills.add(scene.styles[box[0].style].fill)  # x keeps its colour too
+        if "legend" in ids:
+            legend_y.add(round(ids["legend"].y, 3))
+    assert len(sizes) == 1 and len(leaf_y) == 1 and len(legend_y) == 1 and len(fills) == 1
+
+
+def test_names_rebound_since_are_greyed_on_the_nodes_they_named():
+    stepper = GraphStepper(
+        [
+            ("a leaf", "x = torch.tensor([0.1, 0.2], requires_grad=True)"),
+            ("y", "y = x * 2"),
+            ("again", "y = y * 2"),
+            ("again", "y = y * 2"),
+        ]
+    )
+    stepper.goto(4)
+    scene = stepper.scene
+    texts = dict(scene.texts())
+    muls = sorted((stepper.numbers[n.id], n.id) for n in stepper.graph.nodes if n.name == "MulBackward0")
+    (_, newest), older = muls[-1], [node_id for _, node_id in muls[:-1]]
+    assert texts["label:0"] == "y" and f"former-name:{newest}" not in texts  # y is the output: its node is the newest
+    assert [texts[f"former-name:{node_id}"] for node_id in older] == ["(was y)", "(was y)"]
+    assert scene.styles["graph-former-name"].color != scene.styles["graph-name"].color  # greyed

@@ -8,6 +8,9 @@ a browser; ``widget`` wraps it in ipywidgets: Back / Next buttons, the program l
 ran highlighted (as Python Tutor does) beside the picture as inline SVG, and below them a table of saved tensors
 in a scroll box, so the picture stays where it is however long the table grows. What each step added to the
 graph, made stale or freed is marked on its line of the listing, in the table and in the picture (``StepChange``).
+Nodes are numbered in the order they were made and keep their number from step to step (``creation_numbers``); each
+node that made a tensor a variable names carries that name, and every step's picture has the size of the largest, the
+graph at its bottom, so nothing jumps as the learner steps.
 
 ipywidgets and matplotlib are imported only when a widget or figure is made.
 """
@@ -15,7 +18,10 @@ ipywidgets and matplotlib are imported only when a widget or figure is made.
 from __future__ import annotations
 
 import ast
+import contextlib
 import html
+import io
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -24,7 +30,7 @@ import torch
 from ..common.checks import describe, require_bool, require_int, require_type
 from ..common.text import plural, strip_hint, tuple_text
 from ..facts.graph import Graph, GraphNode, Hazard, HazardList, autograd_graph, inplace_hazards, refused_graph
-from ..pictures.graph_picture import graph_scene
+from ..pictures.graph_picture import bound_names_of, graph_scene
 from ..pictures.scene import Scene, Style, Text, text_width
 from .base import Explorer
 
@@ -75,6 +81,44 @@ def _names(names) -> str:
     return ", ".join(dict.fromkeys(names))
 
 
+def _matches(before: Graph | None, after: Graph) -> dict:
+    """``{after's node id: the node of before it is, or None when new}``: nodes matched by what they are, from the
+    leaves up (a step adds nodes on top of the graph it had, nearer the output: of two alike nodes, the deeper one is
+    the older)."""
+    earlier = defaultdict(list)
+    for node in () if before is None else before.nodes:
+        earlier[_node_key(node)].append(node)
+    previous_of = {}
+    for node in reversed(after.nodes):
+        matches = earlier[_node_key(node)]
+        previous_of[node.id] = matches.pop() if matches else None
+    return previous_of
+
+
+def creation_numbers(before: Graph | None, numbers: dict, after: Graph | None, next_number: int) -> tuple[dict, int]:
+    """Stable numbers for ``after``'s nodes: a node ``before`` had keeps its number (``numbers``: before's node id to
+    number), a new one gets the next, the deeper (older) first, so numbers count nodes in the order they were made.
+    The output, the tensor shown, is not numbered.
+
+    Returns:
+        ``({after's node id: number}, the next number free)``.
+    """
+    if after is None:
+        return {}, next_number
+    previous_of = _matches(before, after)
+    out = {}
+    for node in reversed(after.nodes):
+        if node.kind == "output":
+            continue
+        match = previous_of[node.id]
+        if match is not None and match.id in numbers:
+            out[node.id] = numbers[match.id]
+        else:
+            out[node.id] = next_number
+            next_number += 1
+    return out, next_number
+
+
 def step_change(before: Graph | None, after: Graph | None) -> StepChange:
     """What changed from the graph shown before a step to the one shown after it.
 
@@ -94,15 +138,7 @@ def step_change(before: Graph | None, after: Graph | None) -> StepChange:
             raise TypeError(f"{name} must be a Graph or None, got {describe(graph)}")
     if after is None:
         return StepChange()
-    earlier = defaultdict(list)
-    for node in () if before is None else before.nodes:
-        earlier[_node_key(node)].append(node)
-    # A step adds nodes on top of the graph it had (nearer the output), so nodes are matched from the leaves up:
-    # of two alike nodes, the deeper one is the older.
-    previous_of = {}
-    for node in reversed(after.nodes):
-        matches = earlier[_node_key(node)]
-        previous_of[node.id] = matches.pop() if matches else None
+    previous_of = _matches(before, after)
     added, made_stale, freed = [], [], []
     for node in after.nodes:
         match = previous_of[node.id]
@@ -182,6 +218,23 @@ def _note_scene(note: str) -> Scene:
     return Scene(width, height, (text,), {"note": _NOTE_STYLE}, title=note)
 
 
+def _framed(scene: Scene, frame: tuple[float, float]) -> Scene:
+    """``scene`` on a canvas of size ``frame`` (at least its own): the legend stays at the top, everything else moves
+    down to the bottom, where the leaves of every step's graph sit."""
+    width, height = max(frame[0], scene.width), max(frame[1], scene.height)
+    down = height - scene.height
+    items = tuple(item if item.id == "legend" else _moved_down(item, down) for item in scene.items)
+    return Scene(width, height, items, scene.styles, scene.title)
+
+
+def _moved_down(item, dy: float):
+    if not dy:
+        return item
+    if hasattr(item, "points"):
+        return replace(item, points=tuple((x, y + dy) for x, y in item.points))
+    return replace(item, y=item.y + dy)
+
+
 class GraphStepper(Explorer):
     """Run statements one at a time and show the backward graph after each.
 
@@ -223,6 +276,9 @@ class GraphStepper(Explorer):
         if target is not None and not (isinstance(target, str) and target.isidentifier()):
             raise TypeError(f"target must be a variable name (str) or None, got {describe(target)}")
         self._fixed_target = target
+        self._setup_text = setup
+        self._frame_size: tuple[float, float] | None = None  # the largest picture of all steps, found when first drawn
+        self._framed = True
         self.show_values = require_bool(show_values, "show_values")
         self._seed = require_int(seed, "seed")
         if not -(2**63) <= self._seed < 2**64:  # what torch.manual_seed takes
@@ -238,6 +294,11 @@ class GraphStepper(Explorer):
         self.error: str | None = None
         self._followed: str | None = None
         self._changes: list[StepChange] = []
+        self.graph: Graph | None = None
+        self.numbers: dict[int, int] = {}  # the graph's node id -> its number, in the order the nodes were made
+        self._next_number = 1
+        self._ever_bound: dict[int, list[str]] = {}  # a node's number -> every name bound to what it made so far
+        self.rebound: dict[int, list[str]] = {}
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed)
             if self._setup is not None:
@@ -268,21 +329,46 @@ class GraphStepper(Explorer):
                 self._followed = name
 
     def _snapshot(self) -> None:
-        """Read the graph facts for the current position (the picture is planned lazily)."""
+        """Read the graph facts for the current position (the picture is planned lazily), number its nodes in the
+        order they were made (a node keeps its number from step to step) and find the names bound to them."""
         self._scene = None
-        name = self.target
+        before, name = self.graph, self.target
         tensor = self.namespace.get(name) if name else None
+        self.bound: dict[int, list[str]] = {}
         if isinstance(tensor, torch.Tensor):
             # Every variable names what it holds: leaves by their names, saved tensors by the variable they are.
             named = {k: v for k, v in self.namespace.items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
             try:
-                self.graph: Graph | None = autograd_graph(tensor, names=named or None)
+                self.graph = autograd_graph(tensor, names=named or None)
                 self.hazards: list[Hazard] = inplace_hazards(tensor)
+                self.bound = bound_names_of(tensor, self.graph, named)
             except RuntimeError as error:  # autograd refuses to build its grad_fn: say so, do not raise
                 self.graph = refused_graph(tensor, str(error).split(". ")[0])
                 self.hazards = HazardList([], self.graph.unseen)
         else:
             self.graph, self.hazards = None, []
+        self.numbers, self._next_number = creation_numbers(before, self.numbers, self.graph, self._next_number)
+        self._note_rebound(name)
+
+    def _note_rebound(self, name) -> None:
+        """Remember the names bound to each node's tensor (the followed one: its output's node), and find those bound
+        once and rebound since (``y`` on the older ``MulBackward0`` after ``y = y * 2``)."""
+        self.rebound = {}
+        if self.graph is None:
+            return
+        now = {node_id: list(names) for node_id, names in self.bound.items()}
+        made_output = [b for a, b in self.graph.edges if a == 0] if self.graph.nodes[0].kind == "output" else []
+        if made_output and name:
+            now.setdefault(made_output[0], []).append(name)
+        for node_id, names in now.items():
+            number = self.numbers.get(node_id)
+            if number is not None:
+                ever = self._ever_bound.setdefault(number, [])
+                ever.extend(n for n in names if n not in ever)
+        for node_id, number in self.numbers.items():
+            gone = [n for n in self._ever_bound.get(number, ()) if n not in now.get(node_id, ())]
+            if gone:
+                self.rebound[node_id] = gone
 
     def _moved(self) -> None:
         """After running or rerunning: show the new state."""
@@ -342,22 +428,48 @@ class GraphStepper(Explorer):
 
     @property
     def scene(self) -> Scene:
-        """The current picture: the graph's ``graph_scene`` with what this step added and made stale marked, or a
-        one-line note before there is a tensor."""
+        """The current picture: the graph's ``graph_scene`` with what this step added and made stale marked, nodes
+        numbered in the order they were made and labelled with the names bound to them, or a one-line note before
+        there is a tensor. Every step's picture has one size, the largest of all steps, with the graph at its bottom
+        and the legend at its top, so the picture does not jump from step to step."""
         if self._scene is None:
-            if self.graph is not None:
-                change = self.change
-                self._scene = graph_scene(
-                    self.graph,
-                    show_values=self.show_values,
-                    new_nodes=change.added,
-                    newly_stale=change.made_stale,
-                )
-            elif self.position == 0:
-                self._scene = _note_scene("nothing run yet: press Next ▶")
-            else:
-                self._scene = _note_scene(f"no tensor to show yet ({self.error or 'run on'})")
+            self._scene = self._step_scene()
+            if self._framed:
+                self._scene = _framed(self._scene, self._frame())
         return self._scene
+
+    def _step_scene(self) -> Scene:
+        if self.graph is not None:
+            change = self.change
+            return graph_scene(
+                self.graph,
+                show_values=self.show_values,
+                new_nodes=change.added,
+                newly_stale=change.made_stale,
+                show_ids=self.numbers,
+                bound_names=self.bound,
+                rebound_names=self.rebound,
+                colour_order=[k for k, v in self.namespace.items() if isinstance(v, torch.Tensor)],  # first bound first
+            )
+        if self.position == 0:
+            return _note_scene("nothing run yet: press Next ▶")
+        return _note_scene(f"no tensor to show yet ({self.error or 'run on'})")
+
+    def _frame(self) -> tuple[float, float]:
+        """The width and height of the largest step's picture, found once by running every step in a fresh stepper
+        (quietly: what the steps print or warn shows only when this stepper runs them)."""
+        if self._frame_size is None:
+            probe = GraphStepper(self.steps, self._setup_text, self._fixed_target, self.show_values, self._seed)
+            probe._framed = False
+            sizes = []
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for _ in range(len(self._steps) + 1):
+                        sizes.append((probe.scene.width, probe.scene.height))
+                        probe.step_forward()
+            self._frame_size = (max(w for w, _ in sizes), max(h for _, h in sizes))
+        return self._frame_size
 
     def saved_rows(self) -> list[tuple[str, str, int | None, int | None, str]]:
         """(node name, saved attribute, saved version, current version, state) for every saved tensor.
@@ -458,8 +570,8 @@ class GraphStepper(Explorer):
         )
 
     def table_html(self) -> str:
-        """The step's error and hazards, and every saved tensor with its node id, versions and what this step did
-        to it, under a header row, in a box of fixed height that scrolls."""
+        """The step's error and hazards, and every saved tensor with its node's number (the picture's ``#n``), versions
+        and what this step did to it, under a header row, in a box of fixed height that scrolls."""
         out = []
         if self.error:
             out.append(f"<div style='color:#a00000;font-family:monospace'>{html.escape(self.error)}</div>")
@@ -483,8 +595,9 @@ class GraphStepper(Explorer):
                     else ""
                 )
                 background = f" style='background:{HIGHLIGHT}'" if did else ""
+                number = self.numbers.get(node.id)
                 cells = (
-                    f"#{node.id} {node.name}",
+                    f"{'' if number is None else f'#{number} '}{node.name}",
                     saved.attribute,
                     "" if saved.shape is None else tuple_text(saved.shape),
                     "" if saved.saved_version is None else f"v{saved.saved_version}",

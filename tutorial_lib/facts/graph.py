@@ -1118,7 +1118,7 @@ def autograd_graph(t, names=None, max_nodes: int = DEFAULT_MAX_NODES) -> Graph:
     tensor = require_graph_tensor(t)
     require_positive_int(max_nodes, "max_nodes")
     leaf_names = _leaf_names(names)
-    output_label = "output " + shape_text(tensor.shape)
+    output_label = leaf_names.get(id(tensor), "output " + shape_text(tensor.shape))  # named: its Python name
     output_grad = tensor.grad if tensor.retains_grad else None
     output = GraphNode(
         0, "output", "output", output_label, tuple(tensor.shape), (), preview(tensor), preview(output_grad)

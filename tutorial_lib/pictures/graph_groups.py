@@ -199,7 +199,7 @@ def _require_graph(graph) -> Graph:
 # Module membership
 
 
-def _aligned_fns(tensor: torch.Tensor, graph: Graph) -> list:
+def aligned_fns(tensor: torch.Tensor, graph: Graph) -> list:
     """The autograd node object behind every graph node (None for the output), walked as autograd_graph does."""
     fns: list = [None]
     root = grad_fn_of(tensor)[0]
@@ -261,7 +261,7 @@ def module_membership(t, model, graph: Graph | None = None) -> dict[int, str | N
     tensor = require_tensor(t, "t")
     require_type(model, torch.nn.Module, "model", "a torch.nn.Module")
     graph = autograd_graph(tensor) if graph is None else _require_graph(graph)
-    fns = _aligned_fns(tensor, graph)
+    fns = aligned_fns(tensor, graph)
     owner = {id(p): _parent(name) for name, p in model.named_parameters()}
     children = _children(graph)
     membership: dict[int, str | None] = {}

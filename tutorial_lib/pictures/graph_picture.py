@@ -2,10 +2,10 @@
 
 ``graph_scene`` plans a ``Scene`` from the facts (``autograd_graph``, ``graph_groups``) and a placement
 (``graph_layout``); ``draw_graph`` renders it with matplotlib, ``graph_svg`` as SVG (without importing matplotlib).
-Boxes carry their node ids; saved tensors are chips inside their node's box (torchviz draws them as nodes of their
-own), named after the variable they are; a stale one is drawn in the palette's vermilion with its versions and, when
-the write is known, an edge to the node of the in-place operation that changed it. A list of graphs is drawn side
-by side (``scene.side_by_side``), for the comparisons the chapters make.
+Boxes carry their node ids when asked (``show_ids``); saved tensors are chips inside their node's box (torchviz
+draws them as nodes of their own), named after the variable they are; a stale one is drawn in the palette's
+vermilion with its versions and, when the write is known, an edge to the node of the in-place operation that changed
+it. A list of graphs is drawn side by side (``scene.side_by_side``), for the comparisons the chapters make.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from ..facts.graph import (
 )
 from ..facts.inplace_watch import watch_notes
 from . import render_mpl, render_svg
-from .graph_groups import CollapsedGraph, collapse_by_module, collapse_repeats, count_text, uncollapsed
+from .graph_groups import CollapsedGraph, aligned_fns, collapse_by_module, collapse_repeats, count_text, uncollapsed
 from .graph_placement import FONT_SIZE, LAYER_GAP, LINE_SPACING, PAD_X, PAD_Y, GraphLayout, graph_layout
-from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STALE, STORAGE, tensor_colour, tint
+from .palette import FAINT, INK, MIN_TEXT_PT, MONO, MUTED, PAPER, SANS, STALE, STORAGE, tensor_colour, tint
 from .scene import MONO_CHAR_WIDTH, Arrow, Line, Polygon, Rect, Scene, Style, Text, side_by_side, text_width, visible
 
 #: ``draw_graph(collapse=None)`` collapses graphs with more nodes than this.
@@ -43,6 +43,10 @@ AUTO_COLLAPSE_ABOVE = 60
 DEFAULT_DRAW_NODES = 150
 COLLAPSE_CHOICES = (None, "none", "repeats", "module")
 MARGIN = 10.0
+#: The most a graph picture may take up, in points: about what JupyterLab's output area shows unshrunk at 100 pixels
+#: an inch (a 1280-pixel window), and the figure's height limit. A bigger graph is collapsed or cut to a window
+#: (``… N more nodes not drawn``) rather than scaled down: its smallest text stays at ``MIN_TEXT_PT`` or more.
+MAX_WIDTH_PT, MAX_HEIGHT_PT = 780.0, 60 * 72.0
 SMALL_FONT_SIZE = 0.9 * FONT_SIZE  # legend, messages, edge counts
 _MAX_CHIPS = 4
 _WRAP = 36
@@ -64,6 +68,10 @@ STYLES = {
     "graph-boxes-output": Style(fill=PAPER, edge=INK, width=0.8, zorder=3),
     "graph-boxes-group": Style(fill=STORAGE, edge=INK, width=1.0, zorder=3),
     "graph-boxes-new": Style(edge=INK, width=2.2, zorder=4),
+    "graph-boxes-cut": Style(fill=PAPER, edge=MUTED, width=0.8, dash=(3, 2), zorder=3),
+    "graph-cut-edge": Style(edge=MUTED, width=0.8, dash=(3, 2)),
+    "graph-cut-title": Style(family=MONO, size=FONT_SIZE, weight="bold", color=MUTED, zorder=5),
+    "graph-cut-label": Style(family=SANS, size=SMALL_FONT_SIZE, color=MUTED, halo=True, zorder=6),
     "graph-boxes-hazard": Style(edge=STALE, width=2.4, dash=(4, 2), zorder=4),
     "graph-chip": Style(fill=PAPER, edge=MUTED, width=0.6, zorder=4),
     "graph-chip-gone": Style(fill=PAPER, edge=FAINT, width=0.6, dash=(2, 2), zorder=4),
@@ -72,6 +80,8 @@ STYLES = {
     "graph-title": Style(family=MONO, size=FONT_SIZE, weight="bold", color=INK, zorder=5, line_spacing=LINE_SPACING),
     "graph-detail": Style(family=MONO, size=FONT_SIZE, color=INK, zorder=5, line_spacing=LINE_SPACING),
     "graph-id": Style(family=MONO, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
+    "graph-name": Style(family=MONO, size=FONT_SIZE, weight="bold", color=INK, zorder=5),
+    "graph-former-name": Style(family=MONO, size=FONT_SIZE, color=MUTED, zorder=5),
     "graph-new": Style(family=SANS, size=SMALL_FONT_SIZE, weight="bold", color=INK, zorder=5),
     "graph-chip-text": Style(family=MONO, size=CHIP_FONT_SIZE, color=INK, zorder=5),
     # Warnings use DejaVu Sans, whose ⚠ is full size (the monospace one is tiny).
@@ -91,6 +101,7 @@ _LEGEND = {
     "chip": "inner boxes: saved tensors",
     "hazard": "red dashed ⚠: changed in place since saved",
     "new": "thick: new this step",
+    "cut": "dashed grey: cut off, no gradient flows",
 }
 
 _WARNING = "⚠"  # a box line starting with it is drawn as a warning, in graph-warning's font
@@ -129,10 +140,9 @@ class _Box:
     below: tuple[str, ...] = ()
     new: bool = False
     fill: str = ""  # a named leaf's style: its tensor colour, as its chips show it ('' for the kind's own)
-
-    @property
-    def tag(self) -> str:
-        return "" if self.kind == "group" else f"#{self.item}"
+    tag: str = ""  # the node id shown at the top right ("#3"), '' when ids are not shown
+    bound: str = ""  # the Python names bound to the tensor this node made ("b", "y, z"), drawn above the box
+    former: str = ""  # names that were bound to it and have been rebound since, drawn greyed after them
 
     @property
     def size(self) -> tuple[float, float]:
@@ -194,12 +204,14 @@ def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
     return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch)
 
 
-def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: dict, new_nodes, newly_stale) -> _Box:
+def _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale, tag, bound, former) -> _Box:
     """A node's box: shape, values, saved tensors as chips (stale ones always: they are the point), then the lines
     ``watch_inplace`` recorded for it; a leaf a chip names in the chip's colour."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
+    if node.kind == "output" and not node.label.startswith("output"):  # named after its Python name: say what it is
+        lines.append(f"output · {shape_text(node.shape)}")
     if node.kind in ("leaf", "output") and show_values:
         lines.append(f"value: {node.value}")
         if node.kind == "leaf" or node.grad is not None:
@@ -216,7 +228,9 @@ def _node_box(node, show_values: bool, show_saved: bool, line_notes, colours: di
     stale = sum(1 for s in node.saved if s.stale)
     fill = f"graph-boxes-leaf-{colours[node.label]}" if node.kind == "leaf" and node.label in colours else ""
     new = node.id in new_nodes
-    return _Box(node.id, node.kind, visible(node.label), tuple(lines), stale, tuple(chips), tuple(below), new, fill)
+    title = visible(node.label)
+    texts = (title, tuple(lines), stale, tuple(chips), tuple(below), new, fill, tag, bound, former)
+    return _Box(node.id, node.kind, *texts)
 
 
 def _wrap_list(text: str, width: int) -> list[str]:
@@ -244,7 +258,7 @@ def _group_box(view: CollapsedGraph, item: int, show_saved: bool) -> _Box:
     saved = [(view.graph.nodes[m], s) for m in group.members for s in view.graph.nodes[m].saved]
     stale = [f"{_stale_marker(s)} ({node.name} {s.attribute})" for node, s in saved if s.stale]
     if show_saved and saved:
-        lines.append(f"saved: {len(saved)}, {f'{len(stale)} stale' if stale else 'all current'}")
+        lines.append(f"saved: {len(saved)}, {f'{len(stale)} stale' if stale else 'none stale'}")
     return _Box(item, "group", group.label, tuple(lines + stale), len(stale))
 
 
@@ -309,7 +323,7 @@ def _hazard_text(node_name: str, saved) -> str:
     return f"{node_name} saved {saved.attribute}{named} v{saved.saved_version}, now v{saved.current_version}{edit}"
 
 
-def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond: int, drawn: set, notes) -> tuple:
+def _texts(graph: Graph, view: CollapsedGraph, items, show_values, beyond: int, drawn: set, notes, fitted=False):
     """The one-line summary (counts, groups, saved tensors, values, ``notes``) and the messages under the picture."""
     messages = []
     backward, leaves, edges = graph.counts  # of the whole graph, drawn or not
@@ -322,9 +336,15 @@ def _texts(graph: Graph, view: CollapsedGraph, items, show_values: bool, beyond:
         parts.append(view.describe())
     if len(items) < len(view.items) or graph.truncated:
         parts.append(f"drawing {len(drawn)} of {graph.total_nodes} nodes ({len(items)} boxes)")
+        why = (
+            f"drawn whole, its text would be under {MIN_TEXT_PT:g} pt; pass collapse='repeats' or draw the graph of "
+            "an intermediate tensor to see more"
+            if fitted
+            else "pass collapse='repeats' or a larger max_nodes to see more"
+        )
         messages.append(
             f"… {plural(graph.total_nodes - len(drawn), 'more node')} not drawn (showing {len(drawn)} of "
-            f"{graph.total_nodes}); pass collapse='repeats' or a larger max_nodes to see more"
+            f"{graph.total_nodes}); {why}"
         )
     stale = [(n, s) for n in graph.nodes for s in n.saved if s.stale]
     total_stale = len(stale) + beyond
@@ -394,6 +414,8 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         items = [Rect(x, y, w, h, "graph-boxes-output"), Rect(x + 2, y + 2, w - 4, h - 4, "graph-boxes-output")]
     elif box.kind == "group":
         items = [Rect(x + 3, y + 3, w, h, "graph-boxes-shadow"), Rect(x, y, w, h, "graph-boxes-group")]
+    elif box.kind == "cut":  # a tensor detach() cut off: drawn, greyed, where the graph would have gone on
+        items = [Polygon(_rounded(x, y, w, h), "graph-boxes-cut")]
     else:
         items = [Rect(x, y, w, h, "graph-boxes-backward")]
     if box.stale:
@@ -406,14 +428,20 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
         items.append(Text(x + w - PAD_X, top + 1, box.tag, "graph-id", f"node-id:{box.item}", anchor="end"))
     else:
         centre = x + w / 2
-    items.append(Text(centre, top, box.title, "graph-title", f"label:{box.item}", anchor="middle"))
+    title_style = "graph-cut-title" if box.kind == "cut" else "graph-title"
+    items.append(Text(centre, top, box.title, title_style, f"label:{box.item}", anchor="middle"))
     if box.new:
         items.append(Text(x + w - PAD_X, y - 3, "new", "graph-new", f"new-label:{box.item}", "end", "bottom"))
+    if box.bound:  # the learner's names for the tensor this node made, above its top-left corner (Python Tutor's)
+        items.append(Text(x, y - 4, box.bound, "graph-name", f"name:{box.item}", "start", "bottom"))
+    if box.former:  # names rebound since: greyed, after the current ones
+        after = x + (text_width(box.bound + " ", MONO, FONT_SIZE, "bold") if box.bound else 0.0)
+        items.append(Text(after, y - 4, box.former, "graph-former-name", f"former-name:{box.item}", "start", "bottom"))
     items.extend(_text_items(box.lines, x, top + _LINE, box.item))
     chip_top = top + (1 + len(box.lines)) * _LINE
     placed = []
-    for k, chip in enumerate(box.chips):
-        rect = Rect(x + PAD_X, chip_top, *chip.size, chip.style, f"chip:{box.item}:{k}")
+    for k, chip in enumerate(box.chips):  # every chip as wide as the box allows: a width difference means nothing
+        rect = Rect(x + PAD_X, chip_top, w - 2 * PAD_X, chip.size[1], chip.style, f"chip:{box.item}:{k}")
         items.append(rect)
         if chip.swatch:
             items.append(Rect(rect.x, rect.y, SWATCH - 2, rect.h, chip.swatch, f"swatch:{box.item}:{k}"))
@@ -444,9 +472,60 @@ def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
     return items
 
 
-def _legend_entries(boxes, layout: GraphLayout) -> list[str]:
-    """The legend's entries for what this picture draws."""
+def _cut_edge_items(points, item: int) -> list:
+    """A cut edge: dashed grey, broken in the middle of its first segment, labelled there ``detach(): no gradient``."""
+    (ax, ay), (bx, by) = points[0], points[1]
+    gap = min(8.0, abs(by - ay) / 3)
+    mid = ((ax + bx) / 2, (ay + by) / 2)
+    t = gap / 2 / max(1e-9, math.hypot(bx - ax, by - ay))
+    before = (mid[0] - (bx - ax) * t, mid[1] - (by - ay) * t)
+    after = (mid[0] + (bx - ax) * t, mid[1] + (by - ay) * t)
+    return [
+        Line((points[0], before), "graph-cut-edge", f"cut-edge:{item}"),
+        Arrow((after, *points[1:]), "graph-cut-edge", f"cut-arrow:{item}"),
+        Text(mid[0] + 5, mid[1], "✂ detach(): no gradient", "graph-cut-label", f"cut-label:{item}", baseline="middle"),
+    ]
+
+
+def _detached(graph: Graph, names: dict, own: set, bound: dict) -> list[tuple[int, str, int | None]]:
+    """``(node id, name, node of the named tensor or None)`` for each drawn node that saved a named tensor which
+    requires grad but to whose node no path leads from it: the node was given it detached (``x.detach()``, ``x.data``),
+    and the gradient stops there. The named tensor's node is its leaf, or the node that made it (None: not drawn)."""
+    children: dict[int, list[int]] = {}
+    for a, b in graph.edges:
+        children.setdefault(a, []).append(b)
+
+    def reach(start: int) -> set:
+        seen, stack = {start}, [start]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return seen
+
+    node_of = {n.label: n.id for n in graph.nodes if _named_leaf(n)}
+    node_of.update({name: i for i, bound_here in bound.items() for name in bound_here})
+    found = []
+    for node in graph.nodes:
+        if node.id not in own or node.kind != "backward":
+            continue
+        # a stale one was changed in place since, which gave it a new grad_fn: not a cut
+        for name in dict.fromkeys(s.name for s in node.saved if s.name is not None and not s.stale):
+            tensor = names.get(name)
+            if tensor is None or not tensor.requires_grad or (node.id, name) in {(f[0], f[1]) for f in found}:
+                continue
+            target = node_of.get(name)
+            if target is not None and (target in reach(node.id) or node.id in reach(target)):
+                continue  # its gradient flows (or it is what this node made, changed in place since)
+            found.append((node.id, name, target if target in own else None))
+    return found
+
+
+def _legend_entries(boxes, layout: GraphLayout, cut: bool = False) -> list[str]:
+    """The legend's entries for what this picture draws (``cut``: a detached tensor's cut edge)."""
     shown = {"arrows"} if layout.edges else set()
+    shown |= {"cut"} if cut else set()
     for box in boxes.values():
         marks = {"chip": box.chips, "hazard": box.stale, "new": box.new}
         shown |= {box.kind, *(key for key, on in marks.items() if on)}
@@ -470,11 +549,11 @@ def _legend_lines(entries: list[str], width: float) -> list[str]:
     return lines
 
 
-def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, summary: str) -> Scene:
+def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, summary: str, cut_edges=()) -> Scene:
     """The legend, messages, boxes, edges, chips and in-place edits of a picture, y flipped from the placement's."""
     edits = [c for b in boxes.values() for c in b.chips if c.edit]
     edit_room = max((text_width(c.edit, MONO, CHIP_FONT_SIZE, "bold") + EDIT_GAP + 6 for c in edits), default=0.0)
-    entries = _legend_entries(boxes, layout)
+    entries = _legend_entries(boxes, layout, bool(cut_edges))
     legend_width = _legend_width(" · ".join(entries))
     content_width = max(layout.width + edit_room, 48 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE, min(legend_width, 250.0))
     legend_lines = _legend_lines(entries, content_width)
@@ -492,6 +571,9 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
 
     items: list = []
     for route in layout.edges:
+        if (route.source, route.target) in cut_edges:
+            items.extend(_cut_edge_items([at(x, y) for x, y in route.points], route.target))
+            continue
         items.append(Arrow(tuple(at(x, y) for x, y in route.points), "graph-edges"))
         if route.count > 1:  # x * x: two gradients flow along the same edge
             (ax, ay), (bx, by) = route.points[:2]
@@ -518,11 +600,17 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     return Scene(content_width + 2 * MARGIN, height, tuple(items), styles, summary)
 
 
+def _named_leaf(node) -> bool:
+    """A leaf labelled by a name (from ``names`` or the model's parameters), not by its shape."""
+    return node.kind == "leaf" and not node.label.startswith("leaf")
+
+
 def _tensor_colours(graph: Graph, drawn: set, order: list) -> dict:
-    """``{name: tensor colour index}`` of the drawn named saved tensors and leaves named in ``order`` (the ``names``
-    given): first by place in ``order`` (so the panels of a comparison agree), the rest as the graph meets them."""
+    """``{name: tensor colour index}`` of the named saved tensors and named leaves drawn in boxes of their own (one rule
+    for ``draw_graph``, ``show_error`` and the stepper): first by place in ``order`` (the ``names`` given, so the
+    panels of a comparison agree), the rest as the graph meets them."""
     found = dict.fromkeys(s.name for n in graph.nodes if n.id in drawn for s in n.saved if s.name is not None)
-    found.update(dict.fromkeys(n.label for n in graph.nodes if n.id in drawn and n.kind == "leaf" and n.label in order))
+    found.update(dict.fromkeys(n.label for n in graph.nodes if n.id in drawn and _named_leaf(n)))
     ranked = [*order, *(name for name in found if name not in order)]
     return {name: ranked.index(name) for name in found}
 
@@ -538,8 +626,67 @@ def _check_marks(new_nodes, newly_stale) -> tuple[frozenset, frozenset]:
     return frozenset(new_nodes), frozenset(newly_stale)
 
 
-def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, new_nodes=(), newly_stale=()):
-    """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement)."""
+def _check_ids(show_ids) -> dict | bool:
+    """``show_ids``: True/False, or a dict from node id to the number to show for it (the stepper's creation order)."""
+    if isinstance(show_ids, bool):
+        return show_ids
+    numbers = isinstance(show_ids, dict) and all(
+        isinstance(v, int) and not isinstance(v, bool) for pair in show_ids.items() for v in pair
+    )
+    if not numbers:
+        raise TypeError(f"show_ids must be True, False or a dict from node id to number, got {describe(show_ids)}")
+    return show_ids
+
+
+def _check_bound(bound, argument: str = "bound_names") -> dict:
+    """``bound_names`` (``rebound_names``): a dict from node id to the Python names bound (once bound) to the tensor
+    that node made."""
+    if bound is None:
+        return {}
+    fine = isinstance(bound, dict) and all(
+        isinstance(k, int) and isinstance(v, (list, tuple)) and all(isinstance(n, str) for n in v)
+        for k, v in bound.items()
+    )
+    if not fine:
+        raise TypeError(f"{argument} must be a dict from node id to a list of names (str), got {describe(bound)}")
+    return bound
+
+
+def bound_names_of(tensor, graph: Graph, names: dict) -> dict:
+    """``{node id: [names]}``: the ``names`` bound to a tensor some backward node of the graph made (``b`` for the
+    ``ExpBackward0`` of ``b = a.exp()``); leaves and the output carry their name as their title already."""
+    made: dict = {}
+    for name, value in names.items():
+        fn = _grad_fn_or_none(value) if value is not tensor else None
+        if fn is not None:
+            made.setdefault(id(fn), []).append(name)
+    if not made:
+        return {}
+    fns = aligned_fns(tensor, graph)
+    return {
+        i: made[id(fn)]
+        for i, fn in enumerate(fns)
+        if fn is not None and id(fn) in made and graph.nodes[i].kind == "backward"
+    }
+
+
+def _grad_fn_or_none(tensor: torch.Tensor):
+    try:
+        return tensor.grad_fn
+    except RuntimeError:  # a view autograd refuses to rebuild (a split() piece whose base changed)
+        return None
+
+
+def _fits(scene: Scene) -> bool:
+    return scene.width <= MAX_WIDTH_PT and scene.height <= MAX_HEIGHT_PT
+
+
+def _planned(
+    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 3
+):
+    """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement).
+
+    ``extras``: the stepper's new nodes, newly stale chips and the Python names bound to nodes."""
     require_type(t_or_graph, (torch.Tensor, Graph), "t_or_graph", "a torch.Tensor or a Graph (or a list of them)")
     tensor = require_graph_tensor(t_or_graph, "t_or_graph") if isinstance(t_or_graph, torch.Tensor) else None
     if tensor is None and names is not None:
@@ -556,42 +703,94 @@ def _planned(t_or_graph, names, show_values, show_saved, collapse, max_nodes, mo
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
     require_type(names, (dict, type(None)), "names", "a dict from name to tensor")
+    new_nodes, newly_stale, bound, order, former = extras
+    if order is not None and not (isinstance(order, (list, tuple)) and all(isinstance(n, str) for n in order)):
+        raise TypeError(f"colour_order must be a list of names (str) or None, got {describe(order)}")
+    order = list(order) if order is not None else list(names or {})
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
+    show_ids, bound, former = _check_ids(show_ids), _check_bound(bound), _check_bound(former, "rebound_names")
     labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
     graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
+    if tensor is not None and names:
+        bound = {**bound_names_of(tensor, graph, names), **bound}
+    line_notes = watch_notes(tensor) if tensor is not None else {}
+
+    def plan(view: CollapsedGraph, limit: int, fitted: bool = False):
+        items, cut = view.capped(limit)
+        drawn = {m for i in items for m in view.members(i)}
+        own = {i for i in items if not view.is_group(i)}
+        hazards = inplace_hazards(tensor) if graph.truncated and tensor is not None else ()
+        beyond = sum(1 for h in hazards if h.node_id >= len(graph.nodes))  # stale, in nodes autograd_graph did not keep
+        summary, messages = _texts(graph, view, items, show_values, beyond, drawn, line_notes, fitted)
+        colours = _tensor_colours(graph, own, order)
+        styles = dict(STYLES)
+        for k in colours.values():
+            styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
+            styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
+        boxes = {i: _group_box(view, i, show_saved) for i in items if view.is_group(i)}
+        for node in (view.graph.nodes[i] for i in items if i not in boxes):
+            number = show_ids.get(node.id) if isinstance(show_ids, dict) else node.id if show_ids else None
+            tag = "" if number is None else f"#{number}"  # a dict numbers only the nodes it holds
+            was = ", ".join(former.get(node.id, ()))
+            marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())), f"(was {was})" if was else "")
+            boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks)
+        restricted = view.restricted(items)
+        detached = _detached(graph, names, own, bound) if tensor is not None and names else []
+        if detached:  # draw each cut: a dashed edge to the tensor's box, or to a grey box of it when not drawn
+            ghost, extra_items, extra_edges = len(graph.nodes) + len(view.groups), [], []
+            for node_id, name, target in detached:
+                if target is None:
+                    what = f"{'leaf' if names[name].is_leaf else 'tensor'} · {shape_text(names[name].shape)}"
+                    boxes[ghost] = _Box(ghost, "cut", visible(name), (what,), 0)
+                    target, ghost = ghost, ghost + 1
+                    extra_items.append(target)
+                extra_edges.append((node_id, target))
+            restricted = CollapsedGraph(
+                graph,
+                view.how,
+                view.groups,
+                restricted.items + tuple(extra_items),
+                restricted.edges + tuple(extra_edges),
+                restricted.edge_counts + (1,) * len(extra_edges),
+                view._group_of,
+            )
+            said = ", ".join(f"{name} saved by {graph.nodes[i].name}" for i, name, _ in detached)
+            summary = f"{summary[:-1]}; detached, so no gradient flows back to it: {said}."
+        layout = graph_layout(restricted, {i: b.size for i, b in boxes.items()})
+        cut_edges = (
+            {(i, t) for i, t in restricted.edges[len(restricted.edges) - len(detached) :]} if detached else set()
+        )
+        scene = _scene(layout, boxes, cut, messages, view.item_of, styles, summary, cut_edges)
+        return scene, view, layout, len(items)
 
     view = _choose_view(graph, tensor, collapse, model)
-    items, cut = view.capped(max_nodes)
-    drawn = {m for i in items for m in view.members(i)}
-    hazards = inplace_hazards(tensor) if graph.truncated and tensor is not None else ()
-    beyond = sum(1 for h in hazards if h.node_id >= len(graph.nodes))  # stale, in nodes autograd_graph did not keep
-    line_notes = watch_notes(tensor) if tensor is not None else {}
-    summary, messages = _texts(graph, view, items, show_values, beyond, drawn, line_notes)
-    colours = _tensor_colours(graph, drawn, list(names or {}))
-    styles = dict(STYLES)
-    for k in colours.values():
-        styles[f"graph-swatch-{k}"] = Style(fill=tensor_colour(k), edge=MUTED, width=0.6, zorder=5)
-        styles[f"graph-boxes-leaf-{k}"] = replace(STYLES["graph-boxes-leaf"], fill=tensor_colour(k))
-    boxes = {i: _group_box(view, i, show_saved) for i in items if view.is_group(i)}
-    for node in (view.graph.nodes[i] for i in items if i not in boxes):
-        boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale)
-    layout = graph_layout(view.restricted(items), {i: b.size for i, b in boxes.items()})
-    return _scene(layout, boxes, cut, messages, view.item_of, styles, summary), view, layout
+    planned = plan(view, max_nodes)
+    if not _fits(planned[0]) and collapse is None and not view.groups:  # too big to read: collapse repeats first
+        repeats = collapse_repeats(graph, merge_runs=True)
+        if repeats.groups:
+            view = repeats
+            planned = plan(view, max_nodes)
+    while not _fits(planned[0]) and planned[3] > 1:  # still too big: a window of the boxes nearest the output
+        scene, boxes = planned[0], planned[3]
+        # width squared: a window loses width more slowly than boxes (its widest layers stay); height goes with them
+        shrink = min((MAX_WIDTH_PT / scene.width) ** 2, MAX_HEIGHT_PT / scene.height, 0.9)
+        planned = plan(view, max(1, min(boxes - 1, int(boxes * shrink))), fitted=True)
+    return planned[:3]
 
 
-def _planned_all(t_or_graph, captions, *options, marks=((), ())):
-    """``_planned`` (``options``: names to model) for one graph, or for each graph of a comparison side by side."""
+def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None, None)):
+    """``_planned`` (``options``: names to show_ids) for one graph, or for each graph of a comparison side by side."""
     if not isinstance(t_or_graph, (list, tuple)):
         if captions is not None:
             raise ValueError("captions only applies when t_or_graph is a list of tensors or Graphs (a comparison)")
-        return _planned(t_or_graph, *options, *marks)
+        return _planned(t_or_graph, *options, marks)
     if not t_or_graph:
         raise ValueError("t_or_graph must hold at least one tensor or Graph")
     one_each = isinstance(captions, (list, tuple)) and len(captions) == len(t_or_graph)
     if captions is not None and not (one_each and all(isinstance(c, str) for c in captions)):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
-    if any(marks):
-        raise ValueError("new_nodes and newly_stale only apply to one graph, not to a comparison")
+    if any(marks[:2]) or any(m is not None for m in marks[2:]):
+        raise ValueError("new_nodes, newly_stale, bound_names, colour_order and rebound_names only apply to one graph")
     scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
     return side_by_side(scenes, captions), views, layouts
 
@@ -607,16 +806,24 @@ def graph_scene(
     captions=None,
     new_nodes=(),
     newly_stale=(),
+    show_ids=False,
+    bound_names=None,
+    colour_order=None,
+    rebound_names=None,
 ) -> Scene:
     """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
-    Each box carries its node id (``#3``) and its saved tensors as small chips: the attribute, the named tensor it
-    is (``result = b``, from ``names``), shape and bytes. A saved tensor changed in place since gets a vermilion
-    chip with ``⚠ stale: saved v0, now v1``, its box a thick dashed border, and, when the write is known (the
-    tensor is named), a dashed vermilion edge labelled ``mul_ → v1`` to the box of the write's node. Big graphs
-    are collapsed (a run of identical blocks into one ``×N`` box) and, past ``max_nodes`` boxes, cut off with a
-    message. Ids: ``label:<item>``, ``node-id:<item>``, ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``,
-    ``edit:<item>:<k>``, ``edit-label:<item>:<k>``, ``new:<item>``, ``edge-count``, ``legend``, ``message``; in a
+    Each box carries its saved tensors as chips of the box's width: the attribute, the named tensor it is
+    (``result = b``, from ``names``), shape and bytes; with ``show_ids`` its node id (``#3``). A named leaf, and the
+    output when ``names`` holds it (``loss``), is titled by its name; a node that made a named tensor has the name
+    above its box; every named leaf is filled with its tensor colour, the colour its chips' bars have. A saved tensor
+    changed in place since gets a vermilion chip with ``⚠ stale: saved v0, now v1``, its box a thick dashed border,
+    and, when the write is known (the tensor is named), a dashed vermilion edge labelled ``mul_ → v1`` to the box of
+    the write's node. Big graphs are collapsed (a run of identical blocks into one ``×N`` box) and, past
+    ``max_nodes`` boxes or past ``MAX_WIDTH_PT`` × ``MAX_HEIGHT_PT`` (text is never scaled below ``MIN_TEXT_PT``),
+    cut to the boxes nearest the output with a message. Ids: ``label:<item>``, ``node-id:<item>``, ``name:<item>``,
+    ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``, ``edit:<item>:<k>``, ``edit-label:<item>:<k>``,
+    ``new:<item>``, ``edge-count``, ``legend``, ``message``; in a
     comparison each prefixed with ``<panel>/``.
 
     Args:
@@ -633,6 +840,14 @@ def graph_scene(
         captions: one caption per graph of a comparison (only with a list).
         new_nodes: ids of nodes to mark as new (a thick border and "new": ``GraphStepper``'s step change).
         newly_stale: ``(node id, saved attribute)`` pairs whose chips say "this step".
+        show_ids: draw each node's id (``#3``) at its box's top right: for text that names boxes by id
+            (``show_error``, the stepper's table); a dict from node id to number shows those numbers instead.
+        bound_names: dict from node id to the Python names bound to the tensor it made, drawn above its box
+            (from ``names`` they are found by themselves; the stepper passes its own).
+        colour_order: names in the order they take the tensor colours (default: ``names``' order, then the rest as
+            the graph meets them); the stepper passes its variables' so a tensor keeps its colour from step to step.
+        rebound_names: dict from node id to names once bound to the tensor it made and rebound since (``y`` after
+            ``y = y * 2``), drawn greyed after the current names as ``(was y)``: the stepper's.
 
     Returns:
         The ``Scene``; its ``title`` is the one-line summary of what is drawn.
@@ -642,8 +857,9 @@ def graph_scene(
         ValueError: ``collapse`` not in ``COLLAPSE_CHOICES``, ``collapse="module"`` without a model or a tensor,
             ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
-    options = (names, show_values, show_saved, collapse, max_nodes, model)
-    return _planned_all(t_or_graph, captions, *options, marks=(new_nodes, newly_stale))[0]
+    options = (names, show_values, show_saved, collapse, max_nodes, model, show_ids)
+    marks = (new_nodes, newly_stale, bound_names, colour_order, rebound_names)
+    return _planned_all(t_or_graph, captions, *options, marks=marks)[0]
 
 
 def draw_graph(
@@ -656,6 +872,7 @@ def draw_graph(
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
     captions=None,
+    show_ids: bool = False,
 ):
     """Draw ``graph_scene``'s picture with matplotlib, into ``ax`` (an Axes) or, when None, a new figure.
 
@@ -669,7 +886,8 @@ def draw_graph(
         TypeError, ValueError: as ``graph_scene``, or ``ax`` is not an Axes.
     """
     ax = render_mpl.require_axes(ax)
-    scene, view, layout = _planned_all(t_or_graph, captions, names, show_values, show_saved, collapse, max_nodes, model)
+    options = (names, show_values, show_saved, collapse, max_nodes, model, show_ids)
+    scene, view, layout = _planned_all(t_or_graph, captions, *options)
     fig = render_mpl.render(scene, ax=ax)
     fig.summary, fig.scene, fig.graph_view, fig.graph_layout = scene.title, scene, view, layout
     return fig
@@ -684,10 +902,14 @@ def graph_svg(
     max_nodes: int = DEFAULT_DRAW_NODES,
     model=None,
     captions=None,
+    show_ids: bool = False,
 ) -> str:
     """``graph_scene``'s picture as an SVG document (a str), its summary the ``<title>``, without matplotlib.
 
     A 1,000-node graph takes a fraction of a second (``savefig(format="svg")`` takes seconds). Show it in Jupyter
     with ``IPython.display.SVG(tl.graph_svg(y))``. Raises as ``graph_scene``.
     """
-    return render_svg.svg(graph_scene(t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions))
+    scene = graph_scene(
+        t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, captions, show_ids=show_ids
+    )
+    return render_svg.svg(scene)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -29,8 +29,9 @@ from ..facts.graph import (
 )
 from ..pictures import render_mpl
 from ..pictures.graph_picture import graph_scene
+from ..pictures.graph_placement import PAD_X
 from ..pictures.palette import MUTED, SANS, STALE, tint
-from ..pictures.scene import FAMILIES, Scene, Style, Text
+from ..pictures.scene import FAMILIES, Rect, Scene, Style, Text, size_of, text_width
 
 # Where the message names the operation ("output 0 of Exp", "output 0 of torch::autograd::CopySlices"); the
 # tensor ("[torch.FloatTensor [3]]", "[CPUComplexDoubleType [3]]") is found and read by facts.graph.
@@ -39,8 +40,11 @@ _CREATOR_IN_MESSAGE = re.compile(r"(?<=which is )output (\d+) of ([\w:]+)(?=,)")
 #: told apart by their numbers, which the picture repeats (① ② ③) where each part is drawn.
 _PART_LOOK = f"background:{tint(STALE, 0.15)};border-bottom:2px solid {STALE}"
 _CIRCLED = "①②③"
-#: The style of the numbers the picture puts beside what each part of the message names.
-_PART_MARK_STYLE = Style(family=SANS, size=10.0, weight="bold", color=STALE, halo=True, zorder=8)
+#: The style of the numbers the picture puts beside what each part of the message names: bold, and no taller than a
+#: chip's line (8.6 points), since the tensor's and the versions' marks sit on adjacent rows.
+_MARK_SIZE = 9.0
+_PART_MARK_STYLE = Style(family=SANS, size=_MARK_SIZE, weight="bold", color=STALE, halo=True, zorder=8)
+_HAZARD_GAP, _MARK_GAP = 3.0, 3.0  # the hazard border sits 3 points outside a box; a mark 3 points from its target
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class ErrorReport:
         )
         picture = (
             f"<div style='color:{MUTED};font-family:{sans}'>The graph is drawn below"
-            + ("; ① ② ③ in it mark what parts 1, 2 and 3 name." if marked else ".")
+            + ("; ① ② ③ in it sit beside what the parts of the message marked ① ② ③ name." if marked else ".")
             + "</div>"
             if self.figure is not None
             else ""
@@ -190,7 +194,7 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
                 graph, hazards = before, before_hazards
             else:  # fn itself changed the graph (an in-place op, then backward): show it as it is now
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
-        scene = graph_scene(graph) if graph is not None else None
+        scene = graph_scene(graph, show_ids=True) if graph is not None else None  # the text names boxes by id
         parts = message_parts(message, hazards, scene) if version_error else ()
         figure = _figure(_with_part_marks(scene, parts)) if scene is not None else None
         summary = f"{name}: {message}"
@@ -216,8 +220,10 @@ def _figure(scene: Scene):
 
 
 def _with_part_marks(scene: Scene, parts) -> Scene:
-    """``scene`` with ① ② ③ left of what each part of the message names: ① the changed tensor's chip, ② the title
-    of the box that saved it, ③ the chip's versions (ids ``part:<kind>``); ``scene`` as it is when none is drawn."""
+    """``scene`` with ① ② ③ beside what each part of the message names (ids ``part:<kind>``): ② just before the title
+    of the box that saved the tensor, ① and ③ outside the box's hazard border on the rows of the changed tensor's chip
+    and of its versions, each centred on its row; ``scene`` as it is when none is drawn. The scene widens to the left
+    when a mark would leave it."""
     ids = scene.ids()
     marks = []
     for number, part in enumerate(parts):
@@ -225,16 +231,29 @@ def _with_part_marks(scene: Scene, parts) -> Scene:
         if part.node_id is None or not stale:  # no picture of it, or folded into a box of repeats
             continue
         chip = ids[stale[0]]
-        anchor = {
-            "tensor": ids[stale[0].replace("chip:", "chip-text:")],
-            "creator": ids[f"label:{part.node_id}"],
-            "versions": ids.get(f"warning:{part.node_id}", chip),
-        }[part.kind]
-        marks.append(Text(chip.x - 8, anchor.y, _CIRCLED[number], "error-part", f"part:{part.kind}", "end"))
+        outside = chip.x - PAD_X - _HAZARD_GAP - _MARK_GAP  # left of the box's dashed hazard border
+        if part.kind == "creator":
+            title = ids[f"label:{part.node_id}"]
+            half = text_width(title.text, "mono", size_of(title, scene.styles), "bold") / 2
+            x, anchor = title.x - half - _MARK_GAP, title
+            x = x if x - _MARK_SIZE > chip.x else outside  # no room in the box left of the title: outside it
+        else:
+            key = {"tensor": stale[0].replace("chip:", "chip-text:"), "versions": f"warning:{part.node_id}"}[part.kind]
+            x, anchor = outside, ids.get(key, chip)
+        middle = anchor.y + size_of(anchor, scene.styles) / 2 if isinstance(anchor, Text) else anchor.y + anchor.h / 2
+        marks.append(Text(x, middle, _CIRCLED[number], "error-part", f"part:{part.kind}", "end", "middle"))
     if not marks:
         return scene
     styles = {**scene.styles, "error-part": _PART_MARK_STYLE}
-    return Scene(scene.width, scene.height, scene.items + tuple(marks), styles, scene.title)
+    shift = max(0.0, max(_MARK_SIZE + 2 - m.x for m in marks))  # room for a mark left of a box at the left edge
+    items = tuple(_shifted(item, shift) for item in scene.items + tuple(marks)) if shift else scene.items + tuple(marks)
+    return Scene(scene.width + shift, scene.height, items, styles, scene.title)
+
+
+def _shifted(item, dx: float):
+    if isinstance(item, (Rect, Text)):
+        return replace(item, x=item.x + dx)
+    return replace(item, points=tuple((x + dx, y) for x, y in item.points))
 
 
 def _marked(part: MessagePart, number: int) -> str:
@@ -243,7 +262,7 @@ def _marked(part: MessagePart, number: int) -> str:
     return (
         f"<mark data-part='{part.kind}'{node} style='{_PART_LOOK};color:inherit;padding:0 1px;"
         f"font-family:{', '.join(FAMILIES['mono'])}'>"
-        f"{html.escape(part.text)}</mark><sup><b>{number}</b></sup>"
+        f"{html.escape(part.text)}</mark><b style='color:{STALE}'>{_CIRCLED[number - 1]}</b>"
     )
 
 
