@@ -30,7 +30,6 @@ MARKER_WIDTH, MARKER_GAP = 10.0, 6.0  # the start and end columns
 PLOT_LEFT = LEFT + MARKER_WIDTH + MARKER_GAP  # the ops' axis starts after the start column
 MAX_COLUMN_WIDTH, MIN_PLOT_WIDTH = 40.0, 130.0  # the narrowest ops' axis: room for the peak's label
 MAX_BANDS = 60  # more allocations than this in a run: one band per kind
-MAX_OP_NAMES = 24  # an op name under every column up to this many columns, else under every k-th
 FONT, SMALL_FONT = 10.0, 9.0
 HEADROOM = 1.18  # the top of the byte axis over the highest column: room for the peak's label
 
@@ -42,6 +41,7 @@ KIND_FILLS = {
 INSIDE = "inside the op (scratch)"
 ROUNDING = "allocator's rounding"
 FROM_BEFORE = "from before the block"
+HELD_BEFORE = "held before the block"
 PHASE_LEGEND = "phase (named above it)"
 #: What puts bytes in each layer (the kinds' rules are the model layer's, ``KINDS``).
 LAYER_RULES = {
@@ -49,14 +49,19 @@ LAYER_RULES = {
     INSIDE: "held only while an op ran: " + KINDS["scratch"] + ", and memory from before freed inside the op",
     ROUNDING: "CUDA: the caching allocator's blocks beyond the tensors' bytes (memory_allocated minus the storages)",
     FROM_BEFORE: KINDS["from before the block"],
+    HELD_BEFORE: "what the allocator held for tensors when the block began (MemoryReport.held_before), less what "
+    "the block freed of it: the bands stand on it",
 }
-LAYER_NAMES = (*KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
+LAYER_NAMES = (HELD_BEFORE, *KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
+#: The kinds a report names, as the picture names them: "unknown" is a result the block left referenced.
+SHOWN_NAMES = {"unknown": "kept (role unknown)"}
 
 STYLES = {
     **{f"band-{kind}": Style(fill=fill, edge="white", width=0.3, zorder=2) for kind, fill in KIND_FILLS.items()},
     f"band-{INSIDE}": Style(fill=MEMORY_KINDS["scratch"], edge=MUTED, width=0.4, hatch=True, zorder=2),
     f"band-{ROUNDING}": Style(fill=MEMORY_KINDS[ROUNDING], edge=MUTED, width=0.4, hatch=True, zorder=2),
     f"band-{FROM_BEFORE}": Style(fill=MEMORY_KINDS[FROM_BEFORE], edge=MUTED, width=0.5, hatch=True, zorder=2),
+    f"band-{HELD_BEFORE}": Style(fill=STORAGE, edge=MUTED, width=0.6, zorder=2),
     "phase-0": Style(fill="#efefef", zorder=0),
     "phase-1": Style(fill="#e2e2e2", zorder=0),
     "frame": Style(edge="#555555", width=0.8, zorder=3),
@@ -71,6 +76,7 @@ STYLES = {
     "op": Style(family="mono", size=SMALL_FONT, color="#333333", zorder=5),
     "phase-name": Style(size=SMALL_FONT, weight="bold", color="#333333", zorder=5),
     "peak-label": Style(size=SMALL_FONT, weight="bold", color=INK, halo=True, zorder=5),
+    "baseline-label": Style(size=SMALL_FONT, color=INK, halo=True, zorder=5),
     "legend": Style(size=FONT, zorder=5),
 }
 
@@ -79,12 +85,6 @@ def short_bytes(n: int) -> str:
     """The size in its largest binary unit, or bytes: ``'23.14 MiB'``, ``'512 B'``."""
     text = format_bytes(n)
     return text[text.index("(") + 1 : -1] if "(" in text else text
-
-
-def _tick_name(name: str) -> str:
-    """An op's name under its column: without ``aten::``, cut to 14 characters."""
-    text = op_name(name)
-    return text if len(text) <= 14 else text[:13] + "…"
 
 
 def _headline(report: MemoryReport, label: str, size=short_bytes) -> str:
@@ -173,7 +173,9 @@ def _band_label(allocation) -> str:
 
 
 def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
-    """The bands above zero (bottom first) and below it (memory from before the block) of one report."""
+    """The bands above zero (bottom first) and below it (memory from before the block) of one report; when the
+    report knows what was held before the block, that is the first band above zero (``HELD_BEFORE``, less what
+    the block freed of it, column by column) and nothing is below zero."""
     columns = len(report.timeline) + 1  # the ops, then the end
     drawn = sorted(_drawn(report), key=lambda a: LAYER_NAMES.index(a.kind))  # stable: in the order made
     if len(drawn) > MAX_BANDS:  # one band per kind
@@ -204,6 +206,12 @@ def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
     inside = [max(0, most[c] - held[c]) for c in range(columns)]
     if any(inside):
         above.append(_Band(INSIDE, inside, "held only while the op ran (its scratch memory)"))
+    if report.held_before is not None:  # absolute: the bands stand on what the block found held
+        base = [report.held_before + freed for freed in before]
+        label = f"{HELD_BEFORE}: {format_bytes(report.held_before)}"
+        if any(before):
+            label += f", {format_bytes(-before[-1])} of it freed in the block"
+        return ([_Band(HELD_BEFORE, base, label)] if report.held_before else []) + above, []
     return above, [_Band(FROM_BEFORE, before, f"{FROM_BEFORE}, freed in it")] if any(before) else []
 
 
@@ -325,13 +333,14 @@ def _legend(layers: list[str], phases: bool, width: float, y: float, hovers: dic
     items, x, right, row_height = [], LEFT, 0.0, 16.0  # no legend when nothing was allocated
     entries = [(layer, f"band-{layer}") for layer in layers] + ([(PHASE_LEGEND, "phase-0")] if phases else [])
     for name, style in entries:
-        name_width = text_width(name, "sans", FONT)
+        shown = SHOWN_NAMES.get(name, name)
+        name_width = text_width(shown, "sans", FONT)
         needed = 14 + name_width + 14
         if x + needed > width - RIGHT and x > LEFT:
             x, y = LEFT, y + row_height
         items.append(Rect(x, y + 1, 10, 10, style, id=f"legend-swatch-{name}"))
         hovers[f"legend-swatch-{name}"] = LAYER_RULES.get(name, "ops in one phase: a record_function range")
-        items.append(Text(x + 14, y + 6, name, "legend", id=f"legend-{name}", baseline="middle"))
+        items.append(Text(x + 14, y + 6, shown, "legend", id=f"legend-{name}", baseline="middle"))
         right = max(right, x + 14 + name_width)
         x += needed
     return items, y + row_height, right
@@ -401,9 +410,10 @@ def _draw_frame(panel: _Panel, items: list) -> None:
     items.append(Rect(panel.end_left, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-end"))
     width = panel.frame_right - PLOT_LEFT
     items.append(Rect(PLOT_LEFT, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
-    for name, x in (("start", LEFT), ("end", panel.end_left)):
-        y = panel.frame_bottom + 4 + text_width(name, "mono", SMALL_FONT)
-        items.append(Text(x + MARKER_WIDTH / 2, y, name, "op", id=f"{prefix}-{name}-label", rotation=90))
+    label_y = panel.frame_bottom + 3
+    for name, x, anchor in (("before", LEFT + MARKER_WIDTH, "end"), ("end", panel.end_left, "start")):
+        ident = f"{prefix}-{'start' if name == 'before' else name}-label"
+        items.append(Text(x, label_y, name, "tick", id=ident, anchor=anchor, baseline="top"))
 
 
 def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers: dict) -> None:
@@ -417,11 +427,27 @@ def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers:
                 items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
                 hovers[ident] = band.label
             bottoms = [bottom + height for bottom, height in zip(bottoms, band.heights)]
-    if not any(bands):
+    if not [band for drawn in bands for band in drawn if band.layer != HELD_BEFORE]:
         note = "nothing allocated" if not report.peak else "nothing held when an op returned"
         centre = (PLOT_LEFT + panel.frame_right) / 2
         ident = f"{panel.prefix}-empty"
-        items.append(Text(centre, panel.scale(0) - 6, note, "text", id=ident, anchor="middle", baseline="bottom"))
+        note_y = panel.scale(report.held_before or 0) - 6
+        items.append(Text(centre, note_y, note, "text", id=ident, anchor="middle", baseline="bottom"))
+
+
+def _draw_baseline_label(panel: _Panel, report: MemoryReport, above: list, items: list) -> None:
+    """What was held before the block, named in its band (or just above it when the band is too thin)."""
+    if not above or above[0].layer != HELD_BEFORE:
+        return
+    text = f"held before: {short_bytes(report.held_before)}"
+    start_top = panel.scale(report.held_before)  # the start column: what the block found
+    height = panel.frame_bottom - start_top
+    items.append(Rect(LEFT, start_top, MARKER_WIDTH, height, f"band-{HELD_BEFORE}", id=f"{panel.prefix}-start-held"))
+    base_top = panel.scale(above[0].heights[0])
+    inside = panel.frame_bottom - base_top >= SMALL_FONT + 4
+    y = (base_top + panel.frame_bottom) / 2 if inside else base_top - 2
+    baseline = "middle" if inside else "bottom"
+    items.append(Text(PLOT_LEFT + 4, y, text, "baseline-label", id=f"{panel.prefix}-held-before", baseline=baseline))
 
 
 def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
@@ -429,12 +455,16 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     cannot be read op by op, across the ops when no column reached it."""
     if not report.most_held or report.peak <= 0:
         return
-    left, right = panel.x_of(report.most_held.index(max(report.most_held)), False)
-    label = f"peak {short_bytes(report.peak)}"
+    column = report.most_held.index(max(report.most_held))
+    left, right = panel.x_of(column, False)
+    base = report.held_before or 0
+    label = f"peak {'+' if base else ''}{short_bytes(report.peak)}"
     if max(report.most_held) < report.peak:
         left, right = PLOT_LEFT, panel.frame_right
         label += " inside an op"
-    peak_y = panel.scale(report.peak)
+    else:  # the op at the peak, by name: the one op name the picture prints
+        label += f" at {op_name(report.timeline[column][0])}"
+    peak_y = panel.scale(base + report.peak)
     items.append(Line(((left - 2, peak_y), (right + 2, peak_y)), "peak", id=f"{panel.prefix}-peak"))
     anchor, label_x = "start", max(left, PLOT_LEFT + 2)
     if label_x + text_width(label, "sans", SMALL_FONT, "bold") > panel.frame_right - 2:
@@ -443,23 +473,40 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     items.append(Text(label_x, peak_y - 2, label, "peak-label", id=ident, anchor=anchor, baseline="bottom"))
 
 
-def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers) -> None:
-    """A hover area per op column with its text in ``hovers``, and the ops' names under their columns (every
-    ``every``-th); with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000 would cost seconds)."""
+def _op_ticks(count: int) -> list[int]:
+    """A few op numbers (1-based) to mark under the ops' axis: the first, round steps, the last."""
+    if count <= 0:
+        return []
+    step = next(m * 10**k for k in range(8) for m in (1, 2, 5) if m * 10**k * 6 >= count)
+    return sorted({1, count, *range(step, count, step)})
+
+
+def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, hovers) -> None:
+    """A hover area per op column with its text in ``hovers`` (the op's name is there, not under the axis), and
+    a few op numbers under the axis; with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000
+    would cost seconds)."""
     per_column = _per_column(report) if hovers is not None else None
-    for column, (name, _) in enumerate(report.timeline):
-        named = show_ops and panel.columns[column] % every == 0
-        if hovers is None and not named:
-            continue
-        left, right = panel.x_of(column, False)
-        ident = f"{panel.prefix}-op-{column}"
-        if hovers is not None:
+    if hovers is not None:
+        for column in range(len(report.timeline)):
+            left, right = panel.x_of(column, False)
+            ident = f"{panel.prefix}-op-{column}"
             items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
             hovers[ident] = _op_hover(report, column, per_column)
-        if named:
-            text = _tick_name(name)
-            y = panel.frame_bottom + 4 + text_width(text, "mono", SMALL_FONT)
-            items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
+    if not show_ops:
+        return
+    placed_right = LEFT + MARKER_WIDTH + 2  # after "before"
+    end_label = panel.end_left - 4
+    for number in _op_ticks(len(report.timeline)):
+        left, right = panel.x_of(number - 1, False)
+        text = f"op {number}" if number == 1 else str(number)
+        half = text_width(text, "sans", SMALL_FONT) / 2
+        centre = (left + right) / 2
+        if centre - half < placed_right + 4 or centre + half > end_label:
+            continue
+        placed_right = centre + half
+        ident = f"{panel.prefix}-op-number-{number}"
+        items.append(Line(((centre, panel.frame_bottom), (centre, panel.frame_bottom + 3)), "zero", id=ident + "-tick"))
+        items.append(Text(centre, panel.frame_bottom + 3, text, "tick", id=ident, anchor="middle", baseline="top"))
 
 
 def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[Scene, dict]:
@@ -476,14 +523,7 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
     high = max([1] + [sum(column) for above, _ in bands for column in zip(*(band.heights for band in above))])
     low = min([0] + [sum(column) for _, below in bands for column in zip(*(band.heights for band in below))])
     top_value = high + (high - low) * (HEADROOM - 1)
-    every = max(1, math.ceil(total_slots / MAX_OP_NAMES))
-    named = [
-        _tick_name(name)
-        for r, columns in zip(reports, slots)
-        for (name, _), slot in zip(r.timeline, columns)
-        if show_ops and slot % every == 0
-    ]
-    names_height = max(text_width(name, "mono", SMALL_FONT) for name in [*named, "start"]) + 8
+    names_height = SMALL_FONT + 10  # one row of op numbers, "before" and "end"
     drawn_layers = {band.layer for above, below in bands for band in above + below}
     hovers: dict[str, str] = {}
     layers = [layer for layer in LAYER_NAMES if layer in drawn_layers]
@@ -498,12 +538,9 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
         _draw_frame(panel, items)
         _draw_bands(panel, report, bands[index], items, hovers)
         _draw_peak(panel, report, items)
-        _draw_ops(panel, report, every, show_ops, items, hovers if op_hovers else None)
+        _draw_baseline_label(panel, report, bands[index][0], items)
+        _draw_ops(panel, report, show_ops, items, hovers if op_hovers else None)
         y = panel.frame_bottom + names_height + 6
-        if every > 1 and show_ops:
-            note = f"op names: one in every {every} ({plural(len(report.timeline), 'op')})"
-            items.append(Text(PLOT_LEFT, y - 4, note, "tick", id=f"{prefix}-op-note"))
-            y += SMALL_FONT + 2
     return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
 
 
@@ -549,7 +586,8 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
         reports: a ``MemoryReport`` from ``measure_memory`` or a list of them (e.g. out-of-place and in-place).
         labels: one label per report.
         ax: a matplotlib Axes to draw on; a new figure when None.
-        show_ops: name the ops under their columns (every k-th when there are more than 24).
+        show_ops: number a few ops under the axis (the op at the peak is named by its label; in ``memory_svg``
+            every op column names its op on hover).
 
     Returns:
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
