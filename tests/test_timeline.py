@@ -359,31 +359,6 @@ def test_timeline_is_a_bare_figure_that_shows_once():
 RULES = "computed from the allocator's rules (no GPU here)"
 
 
-def test_the_cuda_view_draws_each_figure_on_one_scale_and_marks_the_unknown():
-    fig = tl.draw_cuda_memory(400_000_000, 400_556_032, 400_556_032, source=RULES)
-    scene, ids = fig.scene, fig.scene.ids()
-    texts = dict(scene.texts())
-    assert texts["cuda-source"] == RULES and fig.summary.startswith(RULES + ": the tensors 400,000,000 B")
-    assert texts["cuda-allocated-note"] == "400,556,032 B (382.00 MiB): + 556,032 B (543.00 KiB) rounding"
-    tensors, allocated = ids["cuda-requested-tensors"], ids["cuda-allocated-tensors"]
-    assert tensors.w == allocated.w and ids["cuda-allocated-rounding"].w > 0
-    assert ids["cuda-allocated-rounding"].x == pytest.approx(allocated.x + allocated.w)
-    # the 556,032 bytes are under a point wide at this scale: a magnified strip shows where the tensor ends
-    zoom_tensors, zoom_rounding = ids["cuda-zoom-tensors"], ids["cuda-zoom-rounding"]
-    assert zoom_rounding.w / (zoom_tensors.w + zoom_rounding.w) == pytest.approx(556_032 / 2**21)
-    # not measured: drawn as unknown, never as a zero-width bar
-    assert ids["cuda-driver-unknown"].style == "cuda-unknown" and "cuda-driver-rest" not in ids
-    assert "not measured here" in texts["cuda-driver-note"] and "not known here" in fig.summary
-
-
-def test_the_cuda_view_of_a_measurement_draws_the_cache_and_the_driver():
-    scene = tl.draw_cuda_memory(400_000_000, 400_556_032, 419_430_400, 943_718_400, source="measured on cuda:0").scene
-    ids = scene.ids()
-    assert ids["cuda-reserved-cached, free"].style == "cuda-cached"
-    assert ids["cuda-driver-rest"].w == pytest.approx(ids["cuda-driver-tensors"].w * 524_288_000 / 419_430_400)
-    assert "cuda-driver-unknown" not in ids
-
-
 @pytest.mark.parametrize(
     ("figures", "error", "name"),
     [

@@ -20,6 +20,7 @@ from .facts.inplace_watch import (
 from .facts.memory import MemoryReport, format_bytes, measure_memory
 from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .facts.storage import Layout, layout, same_storage, shares_memory
+from .pictures.allocator_picture import draw_allocator_snapshot
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
@@ -50,6 +51,7 @@ __all__ = [
     "SourceLine",
     "OpTable",
     "autograd_graph",
+    "draw_allocator_snapshot",
     "draw_cuda_memory",
     "draw_graph",
     "graph_svg",

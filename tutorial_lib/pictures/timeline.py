@@ -721,34 +721,49 @@ def cuda_memory_scene(requested, allocated, reserved, driver=None, *, source: st
     return Scene(notes_right + RIGHT, y + 4, tuple(items), CUDA_STYLES, summary)
 
 
-def draw_cuda_memory(requested, allocated, reserved, driver=None, *, source: str, ax=None):
-    """What one CUDA allocation costs in each of four views: the tensors' bytes, ``memory_allocated()`` (the
-    allocator's blocks), ``memory_reserved()`` (its segments, free ones included) and the driver's (nvidia-smi).
+def draw_cuda_memory(requested=None, allocated=None, reserved=None, driver=None, *, source: str | None = None, ax=None):
+    """The CUDA caching allocator's own picture: a segment (what ``memory_reserved()`` counts), the block in it
+    (what ``memory_allocated()`` counts) and the tensor in the block, its rounding as a hatched tail, magnified
+    when it is too thin to see (see ``draw_allocator_snapshot``).
 
-    The figures come from a measurement on a GPU or from the allocator's rules (chapter 6 computes them on the
-    CPU); ``source`` says which, in the picture and its summary. A view that was not measured (``driver=None``)
-    is drawn as unknown, never as zero. A row below the one it contains is refused, its error naming the causes:
+    Give it an allocator snapshot (``torch.cuda.memory._snapshot()`` on your GPU, or the trimmed form
+    ``notebooks/data/h100_allocator_snapshots.json`` stores) as its first argument, or, as before issue 22, the
+    figures of one allocation: then one segment of ``reserved`` bytes is drawn holding one block of ``allocated``
+    bytes, a tensor of ``requested`` bytes in it, and the rest of the segment as a free block; the driver's figure
+    is in the summary. A figure below the one it contains is refused, its error naming the causes:
     ``torch.cuda``'s counters answer 0 on a machine without CUDA, and on a GPU with a warm cache new blocks come
     from segments already reserved, so ``reserved`` grows by less than ``allocated`` (measure growths after
     ``torch.cuda.empty_cache()``).
 
     Args:
-        requested: the tensors' bytes (positive int).
-        allocated: what ``torch.cuda.memory_allocated()`` grew by.
-        reserved: what ``torch.cuda.memory_reserved()`` grew by.
+        requested: an allocator snapshot (dict), or the tensors' bytes (positive int).
+        allocated: what ``torch.cuda.memory_allocated()`` grew by (with figures).
+        reserved: what ``torch.cuda.memory_reserved()`` grew by (with figures).
         driver: what the device's used memory grew by (``total - free`` of ``torch.cuda.mem_get_info()``), or
-            None when not measured.
-        source: where the figures come from, e.g. ``"measured on cuda:0"`` or ``"computed from the allocator's
-            rules (no GPU here)"``.
+            None when not measured (with figures).
+        source: where the figures come from, e.g. ``"measured on cuda:0"`` (required).
         ax: a matplotlib Axes to draw on; a new figure when None.
 
     Returns:
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
 
     Raises:
-        TypeError: a figure that is not an int, ``source`` not a non-empty str, ``ax`` not a matplotlib Axes.
+        TypeError: a figure that is not an int, a snapshot with other figures, ``source`` not a non-empty str,
+            ``ax`` not a matplotlib Axes.
         ValueError: a figure below the one it contains (``allocated < requested``, ``reserved < allocated``,
             ``driver < reserved``), or ``requested`` not positive.
     """
+    from .allocator_picture import allocator_scene
+
     require_axes(ax, "ax")
-    return _figure(cuda_memory_scene(requested, allocated, reserved, driver, source=source), ax)
+    if isinstance(requested, (dict, list, tuple)):
+        if any(figure is not None for figure in (allocated, reserved, driver)):
+            raise TypeError("draw_cuda_memory takes a snapshot alone: allocated, reserved and driver come from it")
+        return _figure(allocator_scene(requested, source=source), ax)
+    summary = cuda_memory_summary(requested, allocated, reserved, driver, source=source)
+    blocks = [{"size": allocated, "requested_size": requested, "state": "active_allocated"}]
+    if reserved > allocated:
+        blocks.append({"size": reserved - allocated, "requested_size": 0, "state": "inactive"})
+    snapshot = {"segments": [{"total_size": reserved, "segment_type": "large", "blocks": blocks}]}
+    scene = allocator_scene(snapshot, source=source)
+    return _figure(Scene(scene.width, scene.height, scene.items, scene.styles, summary), ax)
