@@ -93,7 +93,7 @@ def test_each_column_stacks_the_bytes_the_report_says_were_held(size, steps):
     with tl.measure_memory() as mem:
         for step in steps:
             x = STEPS[step](x)  # rebinding: the old x is freed, from before the block on the first step
-    scene = memory_scene(mem)
+    scene = memory_scene(mem, compact=False)
     for column, (_, held) in enumerate(mem.timeline):
         above, below = column_heights(scene, 0, column)
         # on what the block found held: the bands of what was held when the op returned; hatched on top: what it
@@ -114,7 +114,7 @@ def test_a_band_ends_at_the_op_that_frees_it():
     t = torch.randn(1000)
     with tl.measure_memory() as mem:
         total = (t * 2).sum()  # the product is freed as sum returns: its band covers mul and sum, not the end
-    scene = memory_scene(mem, labels=["(t * 2).sum()"])
+    scene = memory_scene(mem, labels=["(t * 2).sum()"], compact=False)
     ids = scene.ids()
     product = next(
         i
@@ -134,7 +134,7 @@ def test_a_band_ends_at_the_op_that_frees_it():
 
 def test_before_and_end_are_labelled_and_no_op_name_is_rotated():
     out_of_place, _ = measured_pair()
-    scene = memory_scene(out_of_place)
+    scene = memory_scene(out_of_place, compact=False)
     texts = dict(scene.texts())
     assert texts["run0-start-label"] == "before" and texts["run0-end-label"] == "end"
     start, end, frame = (scene.ids()[f"run0-{name}"] for name in ("start", "end", "frame"))
@@ -148,7 +148,7 @@ def test_many_ops_get_a_few_horizontal_op_numbers_and_a_hover_column_each():
     with tl.measure_memory() as mem:
         for _ in range(60):
             x = x + 1
-    scene = memory_scene(mem)
+    scene = memory_scene(mem, compact=False)
     texts = dict(scene.texts())
     numbers = [texts[i] for i in texts if re.fullmatch(r"run0-op-number-\d+", i)]
     assert 2 <= len(numbers) <= 8 and numbers[-1] == "60"
@@ -159,7 +159,9 @@ def test_many_ops_get_a_few_horizontal_op_numbers_and_a_hover_column_each():
             item = scene.ids()[ident]
             assert item.y >= frame.y + frame.h and item.rotation == 0  # under the frame, horizontal
     assert len([i for i in scene.ids() if re.fullmatch(r"run0-op-\d+", i)]) == 60  # a hover column per op
-    assert not [i for i in dict(memory_scene(mem, show_ops=False).texts()) if i.startswith("run0-op-number-")]
+    assert not [
+        i for i in dict(memory_scene(mem, show_ops=False, compact=False).texts()) if i.startswith("run0-op-number-")
+    ]
 
 
 def test_the_peak_label_stays_inside_the_frame():
@@ -167,7 +169,7 @@ def test_the_peak_label_stays_inside_the_frame():
         x = torch.randn(1000)
         with tl.measure_memory() as mem:
             kept = work(x)
-        scene = memory_scene(mem)
+        scene = memory_scene(mem, compact=False)
         label, frame = scene.ids()["run0-peak-label"], scene.ids()["run0-frame"]
         width = text_width(label.text, "sans", scene.styles["peak-label"].size, "bold")
         left = label.x if label.anchor == "start" else label.x - width
@@ -197,7 +199,7 @@ def test_phases_are_shaded_named_and_aligned_across_runs():
             train_step(model, optimizer, inputs)
         reports.append(mem)
     assert len(reports[0].timeline) != len(reports[1].timeline)
-    scene = memory_scene(reports, labels=["1st step", "2nd step"])
+    scene = memory_scene(reports, labels=["1st step", "2nd step"], compact=False)
     texts = dict(scene.texts())
     names = [[texts[i] for i in texts if i.startswith(f"run{run}-phase-name-")] for run in range(2)]
     assert names[0] == ["forward", "backward", "Adam.step"]
@@ -222,7 +224,7 @@ def test_the_bands_stand_on_what_was_held_before_and_memory_freed_from_it_leaves
     x = torch.randn(1000)
     with tl.measure_memory() as mem:
         x = x.relu()  # the old x goes: 4,000 bytes from before the block
-    scene = memory_scene(mem)
+    scene = memory_scene(mem, compact=False)
     assert mem.allocated == 0 and mem.held_before >= 4000
     assert dict(scene.texts())["run0-held-before"] == f"held before: {timeline_module.short_bytes(mem.held_before)}"
     scale, zero_y = points_per_byte(scene)
@@ -231,11 +233,13 @@ def test_the_bands_stand_on_what_was_held_before_and_memory_freed_from_it_leaves
     assert (zero_y - start.y) / scale == pytest.approx(mem.held_before, abs=40)
     base = next(item for item in scene.items if item.id == "run0-band-0-0")
     assert base.style == "band-held before the block"
-    assert "4,000 B (3.91 KiB) of it freed in the block" in memory_svg(mem)  # the band's hover: x is gone
+    assert "4,000 B (3.91 KiB) of it freed in the block" in memory_svg(
+        mem, compact=False
+    )  # the band's hover: x is gone
     above, below = column_heights(scene, 0, "end")
     assert above == pytest.approx(mem.held_before, abs=40) and below == 0  # the relu's 4,000 B on top
     mem.held_before = None  # not known (a profiler was already running): the freed bytes are drawn below zero
-    scene = memory_scene(mem)
+    scene = memory_scene(mem, compact=False)
     above, below = column_heights(scene, 0, "end")
     assert above == pytest.approx(4000, abs=40) and below == pytest.approx(4000, abs=40)
     assert "from before the block" in dict(scene.texts()).values()
@@ -245,17 +249,17 @@ def test_many_allocations_are_grouped_by_kind():
     x = torch.randn(10)
     with tl.measure_memory() as mem:
         kept = [x + i for i in range(MAX_BANDS + 5)]
-    scene = memory_scene(mem)
+    scene = memory_scene(mem, compact=False)
     bands = [item for item in scene.items if isinstance(item, Polygon) and "-band-" in item.id]
     styles = [band.style for band in bands]
     assert len(styles) == len(set(styles)) and "band-unknown" in styles  # one band per kind
-    assert f"<title>unknown: {MAX_BANDS + 5} allocations</title>" in memory_svg(mem)
+    assert f"<title>unknown: {MAX_BANDS + 5} allocations</title>" in memory_svg(mem, compact=False)
     del kept
 
 
 def test_the_svg_names_each_op_and_band_on_hover():
     out_of_place, _ = measured_pair()
-    document = memory_svg(out_of_place, labels=["x"])
+    document = memory_svg(out_of_place, labels=["x"], compact=False)
     assert document.count("<title>op ") == 3
     assert (
         "<title>op 2: relu; holds 524,288 B (512.00 KiB); made 1 allocation, 256.00 KiB; freed 1 allocation, "
@@ -276,7 +280,7 @@ def cuda_like_report():
 
 
 def test_cuda_reports_draw_the_allocators_rounding_as_its_own_band():
-    scene = memory_scene(cuda_like_report(), labels=["F.relu(t) on a GPU"])
+    scene = memory_scene(cuda_like_report(), labels=["F.relu(t) on a GPU"], compact=False)
     styles = [item.style for item in scene.items if isinstance(item, Polygon)]
     assert styles == ["band-unknown", "band-allocator's rounding"]
     above, _ = column_heights(scene, 0, 0)
@@ -287,7 +291,7 @@ def test_cuda_reports_draw_the_allocators_rounding_as_its_own_band():
 def test_a_cuda_peak_no_column_reached_is_drawn_across_the_ops():
     report = cuda_like_report()
     report.peak = 402_653_184  # a scratch block inside relu: the allocator's peak, not any op's end
-    scene = memory_scene(report)
+    scene = memory_scene(report, compact=False)
     peak, frame = scene.ids()["run0-peak"], scene.ids()["run0-frame"]
     assert peak.points[0][0] < frame.x + 1 and peak.points[-1][0] > frame.x + frame.w - 1
     assert dict(scene.texts())["run0-peak-label"] == "peak 384.00 MiB inside an op"
@@ -295,13 +299,13 @@ def test_a_cuda_peak_no_column_reached_is_drawn_across_the_ops():
 
 def test_the_legend_says_what_puts_bytes_in_each_band():
     out_of_place, _ = measured_pair()
-    document = memory_svg(out_of_place)
+    document = memory_svg(out_of_place, compact=False)
     assert f"<title>{KINDS['temporary']}</title>" in document
 
 
 def test_timeline_summary_extends_the_old_one():
     out_of_place, in_place = measured_pair()
-    fig = draw_memory_timeline([out_of_place, in_place], labels=["out-of-place", "in-place"])
+    fig = draw_memory_timeline([out_of_place, in_place], labels=["out-of-place", "in-place"], compact=False)
     assert fig.summary.startswith("out-of-place: 3 ops, peak 524,288 B (512.00 KiB)")
     assert "in-place: 3 ops, peak 262,156 B (256.01 KiB), leaves 4 B allocated" in fig.summary
     assert "largest band 262,144 B (256.00 KiB) (temporary, made by mul)" in fig.summary
@@ -399,7 +403,7 @@ def test_a_block_that_allocates_nothing_draws_and_says_so():
     for make in (lambda: None, lambda: torch.empty(0), lambda: x.view(2, 3)):
         with tl.measure_memory() as report:
             make()
-        fig = tl.draw_memory_timeline(report)
+        fig = tl.draw_memory_timeline(report, compact=False)
         assert "peak 0 B" in fig.summary and "leaves 0 B allocated" in fig.summary
         assert "nothing allocated" in [text for _, text in fig.scene.texts()]
         ticks = [text for ident, text in fig.scene.texts() if ident.startswith("run0-tick-label-")]
@@ -435,7 +439,7 @@ def test_work_over_allocations_does_not_grow_with_the_number_of_ops():
         del kept
         mem.allocations = _CountingTuple(mem.allocations)
         _CountingTuple.walks = 0
-        svg_text = memory_svg(mem)
+        svg_text = memory_svg(mem, compact=False)
         plt.close(draw_memory_timeline(mem))
         walks[ops] = _CountingTuple.walks
         assert svg_text.count("<title>op ") == len(mem.timeline)  # every column still says what it did
@@ -471,3 +475,37 @@ def test_the_driver_row_is_growth_the_driver_saw_not_the_context():
         if hasattr(item, "text")
     ]
     assert any("more the driver gave out" in text for text in texts)
+
+
+def test_a_block_of_a_few_ops_is_two_bars_a_run_whose_pieces_are_the_reports_bytes():
+    """Issue 22: a one-op block was a 650-px frame holding one grey 'unknown' rectangle; now two bars a run (at
+    the peak, at the end) on one byte scale, standing on what was held before, the result named as one."""
+    x = torch.randn(1000)
+    with tl.measure_memory() as out_of_place:
+        y = x.relu()
+    with tl.measure_memory() as in_place:
+        x.relu_()
+    scene = memory_scene([out_of_place, in_place], labels=["x.relu()", "x.relu_()"])
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert not [i for i in ids if i.endswith("-frame")]  # no chart
+    bars = {}
+    for run in (0, 1):
+        for row in ("peak", "end"):
+            pieces = [item for i, item in ids.items() if i.startswith(f"run{run}-{row}-") and isinstance(item, Rect)]
+            assert all(a.x + a.w == pytest.approx(b.x) for a, b in zip(pieces, pieces[1:]))  # side by side
+            bars[run, row] = pieces
+    scale = bars[0, "peak"][0].w / out_of_place.held_before  # every bar starts with what was held before
+    for run, report in enumerate((out_of_place, in_place)):
+        assert bars[run, "peak"][0].style == "band-held before the block"
+        assert sum(p.w for p in bars[run, "peak"]) == pytest.approx((report.held_before + report.peak) * scale)
+        assert sum(p.w for p in bars[run, "end"]) == pytest.approx((report.held_before + report.allocated) * scale)
+    assert [p.style for p in bars[0, "end"]] == ["band-held before the block", "band-unknown"]
+    assert bars[0, "end"][1].w == pytest.approx(4000 * scale)
+    assert texts["run0-peak-note"] == "peak +3.91 KiB at relu" and texts["run1-peak-note"] == "peak +0 B"
+    assert texts["legend-unknown"] == "result (still referenced)"
+    assert scene.styles["band-unknown"].fill != scene.styles["band-held before the block"].fill
+    assert scene.height < 200
+    assert [i for i in memory_scene(out_of_place, compact=False).ids() if i.endswith("-frame")] == ["run0-frame"]
+    with pytest.raises(TypeError, match="compact"):
+        memory_scene(out_of_place, compact="yes")
+    del y

@@ -38,6 +38,9 @@ KIND_FILLS = {
     kind: MEMORY_KINDS[kind]
     for kind in ("parameter", "optimizer state", "gradient", "unknown", "activation", "temporary")
 }
+# A result the block left referenced: Tol's muted wine, not the grey of memory held before the block (and of
+# storage in every other picture).
+KIND_FILLS["unknown"] = "#882255"
 INSIDE = "inside the op (scratch)"
 ROUNDING = "allocator's rounding"
 FROM_BEFORE = "from before the block"
@@ -54,7 +57,9 @@ LAYER_RULES = {
 }
 LAYER_NAMES = (HELD_BEFORE, *KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
 #: The kinds a report names, as the picture names them: "unknown" is a result the block left referenced.
-SHOWN_NAMES = {"unknown": "kept (role unknown)"}
+SHOWN_NAMES = {"unknown": "result (still referenced)"}
+COMPACT_OPS = 3  # blocks of at most this many ops: two bars a run (peak, end) instead of a chart
+COMPACT_BAR, COMPACT_HEIGHT = 360.0, 14.0
 
 STYLES = {
     **{f"band-{kind}": Style(fill=fill, edge="white", width=0.3, zorder=2) for kind, fill in KIND_FILLS.items()},
@@ -509,10 +514,91 @@ def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, 
         items.append(Text(centre, panel.frame_bottom + 3, text, "tick", id=ident, anchor="middle", baseline="top"))
 
 
-def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[Scene, dict]:
+def _compact_plan(reports: list[MemoryReport], labels: list[str]) -> Scene:
+    """Blocks of a few ops: per run, its headline and two bars on one byte scale, what was held at the peak and
+    what is held at the end, each the run's bands at that column side by side (what was held before first)."""
+    bands = [_bands(report)[0] for report in reports]
+    rows = []  # per run: [(row name, [(layer, bytes)], note)]
+    for report, above in zip(reports, bands):
+        at_end = [(band.layer, band.heights[-1]) for band in above]
+        if report.most_held and max(report.most_held) == report.peak and report.peak > 0:
+            column = report.most_held.index(report.peak)
+            at_peak = [(band.layer, band.heights[column]) for band in above]
+            peak_note = f"peak +{short_bytes(report.peak)} at {op_name(report.timeline[column][0])}"
+        else:  # no op, nothing allocated, or a CUDA peak inside an op: what was held before, then the peak
+            at_peak = [(HELD_BEFORE, report.held_before), (INSIDE, report.peak)]
+            peak_note = f"peak +{short_bytes(report.peak)}" + (" inside an op" if report.peak else "")
+        end_note = f"end: +{short_bytes(report.allocated)}" if report.allocated >= 0 else "end"
+        rows.append([("peak", at_peak, peak_note), ("end", at_end, end_note)])
+    high = max([1] + [sum(size for _, size in pieces) for run in rows for _, pieces, _ in run])
+    scale = COMPACT_BAR / high
+    headers = [_headline(report, label) for report, label in zip(reports, labels)]
+    layers = [
+        layer
+        for layer in LAYER_NAMES
+        if any(size > 0 for run in rows for _, p, _ in run for lay, size in p if lay == layer)
+    ]
+    bar_left = LEFT
+    notes_right = max(
+        bar_left + sum(size for _, size in pieces) * scale + 6 + text_width(note, "sans", SMALL_FONT)
+        for run in rows
+        for _, pieces, note in run
+    )
+    width = max(notes_right, LEFT + max(text_width(h, "sans", FONT + 1, "bold") for h in headers), 360) + RIGHT
+    items, y, legend_right = _legend(layers, False, width, TOP, {})
+    width = max(width, legend_right + RIGHT)
+    for index, (header, run) in enumerate(zip(headers, rows)):
+        prefix = f"run{index}"
+        items.append(Text(LEFT, y + 8, header, "title", id=f"{prefix}-title"))
+        y += 8 + FONT + 6
+        for row, pieces, note in run:
+            x = bar_left
+            items.append(
+                Text(
+                    bar_left - 6,
+                    y + COMPACT_HEIGHT / 2,
+                    row,
+                    "tick",
+                    id=f"{prefix}-{row}-label",
+                    anchor="end",
+                    baseline="middle",
+                )
+            )
+            for number, (layer, size) in enumerate(pieces):
+                if size <= 0:
+                    continue
+                ident = f"{prefix}-{row}-{number}"
+                items.append(Rect(x, y, size * scale, COMPACT_HEIGHT, f"band-{layer}", id=ident))
+                text = f"held before: {short_bytes(size)}"
+                if layer == HELD_BEFORE and row == "peak" and size * scale > text_width(text, "sans", SMALL_FONT) + 8:
+                    middle = y + COMPACT_HEIGHT / 2
+                    items.append(Text(x + 4, middle, text, "tick", id=f"{prefix}-held-before", baseline="middle"))
+                x += size * scale
+            items.append(
+                Text(
+                    x + 6,
+                    y + COMPACT_HEIGHT / 2,
+                    note,
+                    "peak-label" if row == "peak" else "tick",
+                    id=f"{prefix}-{row}-note",
+                    baseline="middle",
+                )
+            )
+            y += COMPACT_HEIGHT + 4
+        y += 6
+    return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels))
+
+
+def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=None) -> tuple[Scene, dict]:
     """Once the arguments are checked (``ax`` only for its type): the scene, and the hover text of each op column
     (unless ``op_hovers`` is False), band and legend swatch by id (the SVG's ``<title>``s)."""
     reports, labels = _check(reports, labels, show_ops, ax)
+    if compact is not None:
+        require_bool(compact, "compact")
+    if compact is None:
+        compact = all(len(r.timeline) <= COMPACT_OPS for r in reports)
+    if compact and all(r.held_before is not None for r in reports):
+        return _compact_plan(reports, labels), {}
     slots, total_slots, spans = _slots(reports)
     shown_slots = max(total_slots, 1)
     column_width = max(min(MAX_COLUMN_WIDTH, PLOT_WIDTH / shown_slots), MIN_PLOT_WIDTH / shown_slots)
@@ -522,6 +608,7 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
     bands = [_bands(report) for report in reports]
     high = max([1] + [sum(column) for above, _ in bands for column in zip(*(band.heights for band in above))])
     low = min([0] + [sum(column) for _, below in bands for column in zip(*(band.heights for band in below))])
+    high = max([high] + [(r.held_before or 0) + r.peak for r in reports])  # a CUDA peak no column reached
     top_value = high + (high - low) * (HEADROOM - 1)
     names_height = SMALL_FONT + 10  # one row of op numbers, "before" and "end"
     drawn_layers = {band.layer for above, below in bands for band in above + below}
@@ -544,17 +631,17 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
     return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
 
 
-def memory_scene(reports, labels=None, show_ops: bool = True) -> Scene:
+def memory_scene(reports, labels=None, show_ops: bool = True, compact=None) -> Scene:
     """The memory timeline of one or more measured blocks as a ``Scene`` (see ``draw_memory_timeline``)."""
-    return _plan(reports, labels, show_ops)[0]
+    return _plan(reports, labels, show_ops, compact=compact)[0]
 
 
 _IDENTIFIED = re.compile(r'<(rect|polygon) id="([^"]+)"([^>]*)/>')
 
 
-def memory_svg(reports, labels=None, show_ops: bool = True) -> str:
+def memory_svg(reports, labels=None, show_ops: bool = True, compact=None) -> str:
     """The memory timeline as SVG, each op column and band carrying its hover text as a ``<title>``."""
-    scene, hovers = _plan(reports, labels, show_ops)
+    scene, hovers = _plan(reports, labels, show_ops, compact=compact)
 
     def with_title(match) -> str:
         tag, ident, rest = match.groups()
@@ -574,18 +661,23 @@ def _figure(scene: Scene, ax):
     return fig
 
 
-def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
+def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True, compact=None):
     """Each allocation of one or more measured blocks as a band over their ops, the phases shaded and named.
 
     One panel per report, on one byte scale; runs with the same phases are aligned phase by phase. A column is
     an op: its bands are what was held when it returned (a band ends at the op that freed it), hatched on top
     what was held only while it ran; the narrow columns are the block's start and end. More than 60 allocations
-    in a run are drawn as one band per kind (``tl.MemoryReport.allocations`` has them all).
+    in a run are drawn as one band per kind (``tl.MemoryReport.allocations`` has them all). The bands stand on
+    what was held before the block (``MemoryReport.held_before``), so runs compare in absolute bytes; the op at
+    the peak is named. Blocks of at most three ops are drawn compact: two bars a run, what was held at the peak
+    and at the end, on one byte scale.
 
     Args:
         reports: a ``MemoryReport`` from ``measure_memory`` or a list of them (e.g. out-of-place and in-place).
         labels: one label per report.
         ax: a matplotlib Axes to draw on; a new figure when None.
+        compact: two bars a run instead of the chart (True), the chart (False), or two bars when every run has
+            at most three ops (None, the default).
         show_ops: number a few ops under the axis (the op at the peak is named by its label; in ``memory_svg``
             every op column names its op on hover).
 
@@ -594,10 +686,10 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
 
     Raises:
         TypeError: ``reports`` is not a MemoryReport or a list of them, ``ax`` is not a matplotlib Axes,
-            ``show_ops`` is not a bool.
+            ``show_ops`` or ``compact`` is not a bool.
         ValueError: a report still measuring, or ``labels`` not one per report.
     """
-    return _figure(_plan(reports, labels, show_ops, ax, op_hovers=False)[0], ax)
+    return _figure(_plan(reports, labels, show_ops, ax, op_hovers=False, compact=compact)[0], ax)
 
 
 # ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver
