@@ -415,6 +415,11 @@ def _draw_frame(panel: _Panel, items: list) -> None:
     items.append(Rect(panel.end_left, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-end"))
     width = panel.frame_right - PLOT_LEFT
     items.append(Rect(PLOT_LEFT, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
+    if panel.low > 0:  # the byte axis does not start at 0: a break mark on it, and the axis says where it starts
+        bottom = panel.frame_bottom
+        for k, x in enumerate((LEFT - 2, PLOT_LEFT - 2)):
+            points = ((x - 3, bottom - 6), (x + 3, bottom - 10))
+            items.append(Line(points, "zero", id=f"{prefix}-axis-break-{k}"))
     label_y = panel.frame_bottom + 3
     for name, x, anchor in (("before", LEFT + MARKER_WIDTH, "end"), ("end", panel.end_left, "start")):
         ident = f"{prefix}-{'start' if name == 'before' else name}-label"
@@ -427,11 +432,15 @@ def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers:
     for name, drawn in zip(("band", "before"), bands):
         bottoms = [0] * columns
         for number, band in enumerate(drawn):
-            for k, outline in enumerate(_band_points(band.heights, bottoms, panel.x_of, panel.scale)):
+            heights = band.heights
+            if band.layer == HELD_BEFORE and panel.low > 0:  # the axis is broken: the band starts at its bottom
+                bottoms = [panel.low] * columns
+                heights = [max(0, height - panel.low) for height in heights]
+            for k, outline in enumerate(_band_points(heights, bottoms, panel.x_of, panel.scale)):
                 ident = f"{panel.prefix}-{name}-{number}-{k}"
                 items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
                 hovers[ident] = band.label
-            bottoms = [bottom + height for bottom, height in zip(bottoms, band.heights)]
+            bottoms = [bottom + height for bottom, height in zip(bottoms, heights)]
     if not [band for drawn in bands for band in drawn if band.layer != HELD_BEFORE]:
         note = "nothing allocated" if not report.peak else "nothing held when an op returned"
         centre = (PLOT_LEFT + panel.frame_right) / 2
@@ -609,6 +618,11 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=No
     high = max([1] + [sum(column) for above, _ in bands for column in zip(*(band.heights for band in above))])
     low = min([0] + [sum(column) for _, below in bands for column in zip(*(band.heights for band in below))])
     high = max([high] + [(r.held_before or 0) + r.peak for r in reports])  # a CUDA peak no column reached
+    # What was held before can dwarf what the block did: the byte axis is then broken, starting a quarter of the
+    # block's range under the lowest the held-before band gets, so the block's bands fill most of the plot.
+    bases = [min(above[0].heights) for above, _ in bands if above and above[0].layer == HELD_BEFORE]
+    if low == 0 and len(bases) == len(reports) and min(bases) > high - min(bases) > 0:
+        low = min(bases) - (high - min(bases)) / 4
     top_value = high + (high - low) * (HEADROOM - 1)
     names_height = SMALL_FONT + 10  # one row of op numbers, "before" and "end"
     drawn_layers = {band.layer for above, below in bands for band in above + below}
