@@ -545,8 +545,8 @@ def _compact_plan(reports: list[MemoryReport], labels: list[str]) -> Scene:
     layers = [
         layer
         for layer in LAYER_NAMES
-        if any(size > 0 for run in rows for _, p, _ in run for lay, size in p if lay == layer)
-    ]
+        if any(size * scale >= 1 for run in rows for _, p, _ in run for lay, size in p if lay == layer)
+    ]  # only what is at least a point wide somewhere: a swatch for 12 invisible bytes misleads
     bar_left = LEFT
     notes_right = max(
         bar_left + sum(size for _, size in pieces) * scale + 6 + text_width(note, "sans", SMALL_FONT)
@@ -625,7 +625,14 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=No
         low = min(bases) - (high - min(bases)) / 4
     top_value = high + (high - low) * (HEADROOM - 1)
     names_height = SMALL_FONT + 10  # one row of op numbers, "before" and "end"
-    drawn_layers = {band.layer for above, below in bands for band in above + below}
+    points_per_byte = PLOT_HEIGHT / (top_value - low)
+    # in the legend only what is at least a point tall somewhere (12 bytes of scratch under 381 MiB are not)
+    drawn_layers = {
+        band.layer
+        for above, below in bands
+        for band in above + below
+        if max(abs(height) for height in band.heights) * points_per_byte >= 1
+    }
     hovers: dict[str, str] = {}
     layers = [layer for layer in LAYER_NAMES if layer in drawn_layers]
     items, y, legend_right = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
