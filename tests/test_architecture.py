@@ -183,6 +183,7 @@ TESTED_BY = {
     "pictures/graph_groups.py": ["test_graph_groups.py"],
     "pictures/graph_picture.py": ["test_graph_picture.py"],
     "pictures/timeline.py": ["test_timeline.py"],
+    "pictures/allocator_picture.py": ["test_allocator_picture.py"],
     "pictures/palette.py": ["test_palette.py"],
     "pictures/tables.py": ["test_tables.py"],
     "explorers/base.py": ["test_layout_explorers.py", "test_graph_stepper.py"],

@@ -420,3 +420,35 @@ def test_format_bytes_accepts_numpy_integers_and_still_refuses_bools():
         format_bytes(np.float64(1024.0))
     with pytest.raises(TypeError):
         format_bytes(False)
+
+
+def test_a_gradient_is_a_gradient_by_its_role_even_when_a_later_step_frees_it():
+    """Issue 22: with three steps in one block, the gradients of steps 1 and 2 (freed by the next zero_grad) were
+    'temporary'; a tensor that was a parameter's .grad is 'gradient' whether or not it survives the block."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    adam = torch.optim.Adam(model.parameters())
+    inputs = torch.randn(8, 16)
+    with measure_memory() as mem:
+        for _ in range(3):
+            adam.zero_grad()  # set_to_none: frees the previous step's gradients
+            model(inputs).square().sum().backward()
+            adam.step()
+    gradients = [a for a in mem.allocations if a.kind == "gradient"]
+    parameter_bytes = sum(p.nbytes for p in model.parameters())
+    assert sorted(a.nbytes for a in gradients) == sorted(p.nbytes for p in model.parameters() for _ in range(3))
+    assert sum(a.nbytes for a in gradients if a.freed_at is not None) == 2 * parameter_bytes  # steps 1 and 2
+
+
+def test_held_before_is_what_the_allocator_held_when_the_block_began():
+    kept = []
+    with measure_memory() as first:
+        kept.append(torch.empty(1000))
+    with measure_memory() as second:
+        kept.append(torch.empty(10))
+    with measure_memory() as third:
+        kept.clear()
+    assert first.allocated == 4000 and second.allocated == 40 and third.allocated == -4040
+    assert second.held_before - first.held_before == 4000
+    assert third.held_before - second.held_before == 40
+    assert first.held_before >= 0

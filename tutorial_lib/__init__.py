@@ -23,6 +23,7 @@ from .facts.ops import OpRecord, OpReport, OpRow, trace_ops, view_or_copy
 from .facts.places import SavedFile, StoragePlace, saved_file, storage_places
 from .facts.sharing import Sharing, sharing_of
 from .facts.storage import Layout, layout, same_storage, shares_memory
+from .pictures.allocator_picture import draw_allocator_snapshot
 from .pictures.graph_picture import draw_graph, graph_svg
 from .pictures.graph_placement import graph_layout
 from .pictures.layout_picture import draw_layout, layout_summary
@@ -56,6 +57,7 @@ __all__ = [
     "SourceLine",
     "OpTable",
     "autograd_graph",
+    "draw_allocator_snapshot",
     "draw_cuda_memory",
     "draw_graph",
     "graph_svg",

@@ -129,7 +129,8 @@ def format_bytes(n: int) -> str:
 #: The kinds of allocation a report can name, each with the rule that names it. Nothing else is guessed.
 KINDS = {
     "parameter": "the storage of an nn.Parameter that an op of the block used, still allocated at the end",
-    "gradient": "the .grad of such a parameter, made in the block and still allocated at the end",
+    "gradient": "made in the block and the .grad of such a parameter at some moment: at the end, when backward() "
+    "returned, or when an optimizer's step() or zero_grad() began (freed or not: a gradient by its role)",
     "optimizer state": "made inside optimizer.step() and still allocated at the end (the optimizer holds it)",
     "activation": "made outside backward() and freed while autograd's engine ran it: kept for the backward pass "
     "(saved tensors, let go once their node has run)",
@@ -219,6 +220,9 @@ class MemoryReport:
             previous op to the end of this one, so scratch memory inside the op is in it; on the CPU
             ``max(most_held)`` is ``peak``. On CUDA, where the allocator's peak cannot be read op by op without
             resetting it, the bytes held after the op (so ``peak`` can be higher than any of them).
+        held_before: the bytes the device's allocator held for tensors when the block began, which its figures
+            are counted from: on CUDA ``torch.cuda.memory_allocated()``; on the CPU the storages alive then whose
+            memory a PyTorch allocator gave (each block once). None when not known (a profiler already running).
     """
 
     def __init__(self, device: torch.device, method: str):
@@ -232,6 +236,7 @@ class MemoryReport:
         self.allocations: tuple[Allocation, ...] = ()
         self.phases: tuple[str | None, ...] = ()
         self.most_held: tuple[int, ...] = ()
+        self.held_before: int | None = None
 
     def __repr__(self) -> str:
         if self.allocated is None:
@@ -252,6 +257,7 @@ class _Phases:
         self._open: list[tuple[int, str]] = []  # (the hash of the range's handle, its name), outermost first
         self.of_ops: list[tuple[str | None, bool, bool]] = []  # per op: phase, in backward, in optimizer.step
         self.parameters: dict[int, weakref.ref] = {}  # id -> the nn.Parameters the block's ops used
+        self.gradient_marks: list[set] = []  # the keys of the parameters' gradients, at each moment looked at
 
     def run_range(self, func, args, kwargs):
         """Runs a ``record_function`` open or close op (one of ``_RANGE_OPS``) and follows it; returns its result."""
@@ -283,6 +289,16 @@ class _Phases:
         if phase is not None and phase.startswith(_OPTIMIZER_RANGES):
             phase = phase.split("#", 1)[1]  # "Optimizer.step#Adam.step" -> "Adam.step"
         self.of_ops.append((phase, in_backward, in_step))
+
+    @staticmethod
+    def opens_optimizer_range(name: str, args) -> bool:
+        """Whether a range op opens ``optimizer.step()`` or ``optimizer.zero_grad()`` (the gradients are set)."""
+        return name == _RANGE_ENTER and bool(args) and str(args[0]).startswith(_OPTIMIZER_RANGES)
+
+    def mark_gradients(self, key_of) -> int:
+        """Notes the keys of the parameters' gradients now (``gradient_marks``); returns the mark's index."""
+        self.gradient_marks.append(self.kind_keys(key_of)[1])
+        return len(self.gradient_marks) - 1
 
     def kind_keys(self, key_of) -> tuple[set, set]:
         """The keys (``key_of(tensor)``) of the parameters seen and of their gradients."""
@@ -324,7 +340,8 @@ class _Ledger:
         self.most_held: list[int] = []
         self._highest_since_op: int | None = None
         self._live: dict = {}  # key -> its record
-        # [key, nbytes, allocated_at, freed_at, freed_inside, made in backward, freed in backward, source]
+        # [key, nbytes, allocated_at, freed_at, freed_inside, made in backward, freed in backward, source,
+        #  was some parameter's .grad]
         self._records: list[list] = []
 
     def _change(self, delta: int) -> None:
@@ -351,7 +368,7 @@ class _Ledger:
 
     def allocate(self, key, nbytes: int, source: str = "CPU allocator") -> None:
         record = [key, nbytes, self.running if self.running is not None else self.ops_done, None, False]
-        record += [self.in_backward(), False, source]
+        record += [self.in_backward(), False, source, False]
         self._live[key] = record
         self._records.append(record)
         self._change(nbytes)
@@ -364,8 +381,15 @@ class _Ledger:
 
     def free_from_before(self, key, nbytes: int, source: str = "CPU allocator") -> None:
         freed_at, inside = self._where_freed(None)
-        self._records.append([key, nbytes, None, freed_at, inside, False, self.in_backward(), source])
+        self._records.append([key, nbytes, None, freed_at, inside, False, self.in_backward(), source, False])
         self._change(-nbytes)
+
+    def mark_gradients(self, keys) -> None:
+        """The live allocations with these keys are parameters' gradients (whatever happens to them later)."""
+        for key in keys:
+            record = self._live.get(key)
+            if record is not None:
+                record[8] = True
 
     def op_ended(self) -> None:
         self.running = None
@@ -384,15 +408,15 @@ class _Ledger:
 
         made, from_before = [], []
         for record in self._records:
-            key, nbytes, allocated_at, freed_at, inside, made_in_backward, freed_in_backward, source = record
+            key, nbytes, allocated_at, freed_at, inside, made_in_backward, freed_in_backward, source, grad = record
             if allocated_at is None:
                 kind = "from before the block"
+            elif grad or (freed_at is None and key in gradients):
+                kind = "gradient"
             elif freed_at is None:
                 kind = "unknown"
                 if key in parameters:
                     kind = "parameter"
-                elif key in gradients:
-                    kind = "gradient"
                 elif info(allocated_at)[2]:
                     kind = "optimizer state"
             elif freed_at == allocated_at and inside:
@@ -486,6 +510,8 @@ class _StorageTracker(WatcherMode):
         kwargs = kwargs or {}
         name = func._schema.name
         if name in _RANGE_OPS:
+            if self.phases.opens_optimizer_range(name, args):
+                self.ledger.mark_gradients(self.phases.gradient_marks[self.phases.mark_gradients(storage_key)])
             return self.phases.run_range(func, args, kwargs)
         inputs = [t for t in tensors_in((args, kwargs)) if self._on_device(t)]
         self.phases.note_op(inputs)
@@ -626,6 +652,7 @@ class _CpuOpNamer(WatcherMode):
         self.free_prefix = f"tl::free:{block_id}:"
         self.seen_prefix = f"tl::seen:{block_id}:"
         self.backward_prefix = f"tl::backward:{block_id}:"
+        self.grads_prefix = f"tl::grads:{block_id}:"
         self.thread = threading.get_ident()
         self._graph_tasks: set[int] = set()  # the backward passes marked
         self.names: list[str] = []
@@ -643,6 +670,8 @@ class _CpuOpNamer(WatcherMode):
         self._on_free = self._freed  # one bound method for every weak reference
         for key, storage in before.storages.items():
             self._watch(storage, key, from_before=True)
+        # each block once: two storages can share one (a storage made again from another's memory)
+        self.held_before = sum({w.address: w.nbytes for w in self._watched.values() if w.nbytes}.values())
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
@@ -719,6 +748,14 @@ class _CpuOpNamer(WatcherMode):
     def _mark_backward(self, edge: str, task: int) -> None:
         with _RecordFunctionFast(f"{self.backward_prefix}{edge}:{task}"):
             pass
+        if edge == "end":  # every parameter's gradient is set now
+            self._mark_gradients()
+
+    def _mark_gradients(self) -> None:
+        """Marks the moment the parameters' gradients are looked at (``phases.gradient_marks``)."""
+        index = self.phases.mark_gradients(lambda tensor: tensor.untyped_storage().data_ptr())
+        with _RecordFunctionFast(f"{self.grads_prefix}{index}"):
+            pass
 
     def _follow_backward(self) -> None:
         """Marks the start of a backward pass at its first op, and queues the mark of its end."""
@@ -733,6 +770,8 @@ class _CpuOpNamer(WatcherMode):
         kwargs = kwargs or {}
         name = func._schema.name
         if name in _RANGE_OPS:
+            if self.phases.opens_optimizer_range(name, args):
+                self._mark_gradients()
             return self.phases.run_range(func, args, kwargs)
         storages = _cpu_storages(args, kwargs)
         for storage in storages:
@@ -777,7 +816,7 @@ class _CpuOpNamer(WatcherMode):
 # block is watched (by measure_memory or trace_ops), so it is not counted.
 _PYTHON_DISPATCH = "PythonDispatchMode"
 _COMPILED_REGION = "Torch-Compiled Region"
-_MARKS = ("tl::free:", "tl::seen:", "tl::backward:")
+_MARKS = ("tl::free:", "tl::seen:", "tl::backward:", "tl::grads:")
 
 
 def _flatten(tree) -> list[tuple]:
@@ -990,6 +1029,8 @@ class _CpuBlock:
                             self.unreported_bytes += nbytes
                         if ledger.running is None:
                             allocated_outside_ops = True
+                elif name.startswith(namer.grads_prefix):
+                    ledger.mark_gradients(namer.phases.gradient_marks[int(name[len(namer.grads_prefix) :])])
                 elif name.startswith(backward_prefix):
                     edge, task = name[len(backward_prefix) :].split(":")
                     (backward_passes.add if edge == "start" else backward_passes.discard)(task)
@@ -1313,6 +1354,7 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
         torch.cuda.synchronize(device)
         start_allocated = torch.cuda.memory_allocated(device)
         start_reserved = torch.cuda.memory_reserved(device)
+        report.held_before = start_allocated
         torch.cuda.reset_peak_memory_stats(device)
         tracker = _StorageTracker(device, lambda: torch.cuda.memory_allocated(device) - start_allocated)
         try:
@@ -1332,6 +1374,7 @@ def measure_memory(device=None) -> Iterator[MemoryReport]:
         return
     report = MemoryReport(device, "CPU allocator events (PyTorch profiler, profile_memory=True)")
     block = _CpuBlock()
+    report.held_before = block.namer.held_before
     _open_cpu_block(block)
     try:
         with block.namer, block.generations:

@@ -30,7 +30,6 @@ MARKER_WIDTH, MARKER_GAP = 10.0, 6.0  # the start and end columns
 PLOT_LEFT = LEFT + MARKER_WIDTH + MARKER_GAP  # the ops' axis starts after the start column
 MAX_COLUMN_WIDTH, MIN_PLOT_WIDTH = 40.0, 130.0  # the narrowest ops' axis: room for the peak's label
 MAX_BANDS = 60  # more allocations than this in a run: one band per kind
-MAX_OP_NAMES = 24  # an op name under every column up to this many columns, else under every k-th
 FONT, SMALL_FONT = 10.0, 9.0
 HEADROOM = 1.18  # the top of the byte axis over the highest column: room for the peak's label
 
@@ -39,9 +38,13 @@ KIND_FILLS = {
     kind: MEMORY_KINDS[kind]
     for kind in ("parameter", "optimizer state", "gradient", "unknown", "activation", "temporary")
 }
+# A result the block left referenced: Tol's muted wine, not the grey of memory held before the block (and of
+# storage in every other picture).
+KIND_FILLS["unknown"] = "#882255"
 INSIDE = "inside the op (scratch)"
 ROUNDING = "allocator's rounding"
 FROM_BEFORE = "from before the block"
+HELD_BEFORE = "held before the block"
 PHASE_LEGEND = "phase (named above it)"
 #: What puts bytes in each layer (the kinds' rules are the model layer's, ``KINDS``).
 LAYER_RULES = {
@@ -49,14 +52,21 @@ LAYER_RULES = {
     INSIDE: "held only while an op ran: " + KINDS["scratch"] + ", and memory from before freed inside the op",
     ROUNDING: "CUDA: the caching allocator's blocks beyond the tensors' bytes (memory_allocated minus the storages)",
     FROM_BEFORE: KINDS["from before the block"],
+    HELD_BEFORE: "what the allocator held for tensors when the block began (MemoryReport.held_before), less what "
+    "the block freed of it: the bands stand on it",
 }
-LAYER_NAMES = (*KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
+LAYER_NAMES = (HELD_BEFORE, *KIND_FILLS, INSIDE, ROUNDING, FROM_BEFORE)  # bottom to top, in the legend's order
+#: The kinds a report names, as the picture names them: "unknown" is a result the block left referenced.
+SHOWN_NAMES = {"unknown": "result (still referenced)"}
+COMPACT_OPS = 3  # blocks of at most this many ops: two bars a run (peak, end) instead of a chart
+COMPACT_BAR, COMPACT_HEIGHT = 360.0, 14.0
 
 STYLES = {
     **{f"band-{kind}": Style(fill=fill, edge="white", width=0.3, zorder=2) for kind, fill in KIND_FILLS.items()},
     f"band-{INSIDE}": Style(fill=MEMORY_KINDS["scratch"], edge=MUTED, width=0.4, hatch=True, zorder=2),
     f"band-{ROUNDING}": Style(fill=MEMORY_KINDS[ROUNDING], edge=MUTED, width=0.4, hatch=True, zorder=2),
     f"band-{FROM_BEFORE}": Style(fill=MEMORY_KINDS[FROM_BEFORE], edge=MUTED, width=0.5, hatch=True, zorder=2),
+    f"band-{HELD_BEFORE}": Style(fill=STORAGE, edge=MUTED, width=0.6, zorder=2),
     "phase-0": Style(fill="#efefef", zorder=0),
     "phase-1": Style(fill="#e2e2e2", zorder=0),
     "frame": Style(edge="#555555", width=0.8, zorder=3),
@@ -71,6 +81,7 @@ STYLES = {
     "op": Style(family="mono", size=SMALL_FONT, color="#333333", zorder=5),
     "phase-name": Style(size=SMALL_FONT, weight="bold", color="#333333", zorder=5),
     "peak-label": Style(size=SMALL_FONT, weight="bold", color=INK, halo=True, zorder=5),
+    "baseline-label": Style(size=SMALL_FONT, color=INK, halo=True, zorder=5),
     "legend": Style(size=FONT, zorder=5),
 }
 
@@ -79,12 +90,6 @@ def short_bytes(n: int) -> str:
     """The size in its largest binary unit, or bytes: ``'23.14 MiB'``, ``'512 B'``."""
     text = format_bytes(n)
     return text[text.index("(") + 1 : -1] if "(" in text else text
-
-
-def _tick_name(name: str) -> str:
-    """An op's name under its column: without ``aten::``, cut to 14 characters."""
-    text = op_name(name)
-    return text if len(text) <= 14 else text[:13] + "…"
 
 
 def _headline(report: MemoryReport, label: str, size=short_bytes) -> str:
@@ -173,7 +178,9 @@ def _band_label(allocation) -> str:
 
 
 def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
-    """The bands above zero (bottom first) and below it (memory from before the block) of one report."""
+    """The bands above zero (bottom first) and below it (memory from before the block) of one report; when the
+    report knows what was held before the block, that is the first band above zero (``HELD_BEFORE``, less what
+    the block freed of it, column by column) and nothing is below zero."""
     columns = len(report.timeline) + 1  # the ops, then the end
     drawn = sorted(_drawn(report), key=lambda a: LAYER_NAMES.index(a.kind))  # stable: in the order made
     if len(drawn) > MAX_BANDS:  # one band per kind
@@ -204,6 +211,12 @@ def _bands(report: MemoryReport) -> tuple[list[_Band], list[_Band]]:
     inside = [max(0, most[c] - held[c]) for c in range(columns)]
     if any(inside):
         above.append(_Band(INSIDE, inside, "held only while the op ran (its scratch memory)"))
+    if report.held_before is not None:  # absolute: the bands stand on what the block found held
+        base = [report.held_before + freed for freed in before]
+        label = f"{HELD_BEFORE}: {format_bytes(report.held_before)}"
+        if any(before):
+            label += f", {format_bytes(-before[-1])} of it freed in the block"
+        return ([_Band(HELD_BEFORE, base, label)] if report.held_before else []) + above, []
     return above, [_Band(FROM_BEFORE, before, f"{FROM_BEFORE}, freed in it")] if any(before) else []
 
 
@@ -325,13 +338,14 @@ def _legend(layers: list[str], phases: bool, width: float, y: float, hovers: dic
     items, x, right, row_height = [], LEFT, 0.0, 16.0  # no legend when nothing was allocated
     entries = [(layer, f"band-{layer}") for layer in layers] + ([(PHASE_LEGEND, "phase-0")] if phases else [])
     for name, style in entries:
-        name_width = text_width(name, "sans", FONT)
+        shown = SHOWN_NAMES.get(name, name)
+        name_width = text_width(shown, "sans", FONT)
         needed = 14 + name_width + 14
         if x + needed > width - RIGHT and x > LEFT:
             x, y = LEFT, y + row_height
         items.append(Rect(x, y + 1, 10, 10, style, id=f"legend-swatch-{name}"))
         hovers[f"legend-swatch-{name}"] = LAYER_RULES.get(name, "ops in one phase: a record_function range")
-        items.append(Text(x + 14, y + 6, name, "legend", id=f"legend-{name}", baseline="middle"))
+        items.append(Text(x + 14, y + 6, shown, "legend", id=f"legend-{name}", baseline="middle"))
         right = max(right, x + 14 + name_width)
         x += needed
     return items, y + row_height, right
@@ -401,9 +415,15 @@ def _draw_frame(panel: _Panel, items: list) -> None:
     items.append(Rect(panel.end_left, top, MARKER_WIDTH, PLOT_HEIGHT, "marker", id=f"{prefix}-end"))
     width = panel.frame_right - PLOT_LEFT
     items.append(Rect(PLOT_LEFT, top, width, PLOT_HEIGHT, "frame", id=f"{prefix}-frame"))
-    for name, x in (("start", LEFT), ("end", panel.end_left)):
-        y = panel.frame_bottom + 4 + text_width(name, "mono", SMALL_FONT)
-        items.append(Text(x + MARKER_WIDTH / 2, y, name, "op", id=f"{prefix}-{name}-label", rotation=90))
+    if panel.low > 0:  # the byte axis does not start at 0: a break mark on it, and the axis says where it starts
+        bottom = panel.frame_bottom
+        for k, x in enumerate((LEFT - 2, PLOT_LEFT - 2)):
+            points = ((x - 3, bottom - 6), (x + 3, bottom - 10))
+            items.append(Line(points, "zero", id=f"{prefix}-axis-break-{k}"))
+    label_y = panel.frame_bottom + 3
+    for name, x, anchor in (("before", LEFT + MARKER_WIDTH, "end"), ("end", panel.end_left, "start")):
+        ident = f"{prefix}-{'start' if name == 'before' else name}-label"
+        items.append(Text(x, label_y, name, "tick", id=ident, anchor=anchor, baseline="top"))
 
 
 def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers: dict) -> None:
@@ -412,16 +432,36 @@ def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers:
     for name, drawn in zip(("band", "before"), bands):
         bottoms = [0] * columns
         for number, band in enumerate(drawn):
-            for k, outline in enumerate(_band_points(band.heights, bottoms, panel.x_of, panel.scale)):
+            heights = band.heights
+            if band.layer == HELD_BEFORE and panel.low > 0:  # the axis is broken: the band starts at its bottom
+                bottoms = [panel.low] * columns
+                heights = [max(0, height - panel.low) for height in heights]
+            for k, outline in enumerate(_band_points(heights, bottoms, panel.x_of, panel.scale)):
                 ident = f"{panel.prefix}-{name}-{number}-{k}"
                 items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
                 hovers[ident] = band.label
-            bottoms = [bottom + height for bottom, height in zip(bottoms, band.heights)]
-    if not any(bands):
+            bottoms = [bottom + height for bottom, height in zip(bottoms, heights)]
+    if not [band for drawn in bands for band in drawn if band.layer != HELD_BEFORE]:
         note = "nothing allocated" if not report.peak else "nothing held when an op returned"
         centre = (PLOT_LEFT + panel.frame_right) / 2
         ident = f"{panel.prefix}-empty"
-        items.append(Text(centre, panel.scale(0) - 6, note, "text", id=ident, anchor="middle", baseline="bottom"))
+        note_y = panel.scale(report.held_before or 0) - 6
+        items.append(Text(centre, note_y, note, "text", id=ident, anchor="middle", baseline="bottom"))
+
+
+def _draw_baseline_label(panel: _Panel, report: MemoryReport, above: list, items: list) -> None:
+    """What was held before the block, named in its band (or just above it when the band is too thin)."""
+    if not above or above[0].layer != HELD_BEFORE:
+        return
+    text = f"held before: {short_bytes(report.held_before)}"
+    start_top = panel.scale(report.held_before)  # the start column: what the block found
+    height = panel.frame_bottom - start_top
+    items.append(Rect(LEFT, start_top, MARKER_WIDTH, height, f"band-{HELD_BEFORE}", id=f"{panel.prefix}-start-held"))
+    base_top = panel.scale(above[0].heights[0])
+    inside = panel.frame_bottom - base_top >= SMALL_FONT + 4
+    y = (base_top + panel.frame_bottom) / 2 if inside else base_top - 2
+    baseline = "middle" if inside else "bottom"
+    items.append(Text(PLOT_LEFT + 4, y, text, "baseline-label", id=f"{panel.prefix}-held-before", baseline=baseline))
 
 
 def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
@@ -429,12 +469,16 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     cannot be read op by op, across the ops when no column reached it."""
     if not report.most_held or report.peak <= 0:
         return
-    left, right = panel.x_of(report.most_held.index(max(report.most_held)), False)
-    label = f"peak {short_bytes(report.peak)}"
+    column = report.most_held.index(max(report.most_held))
+    left, right = panel.x_of(column, False)
+    base = report.held_before or 0
+    label = f"peak {'+' if base else ''}{short_bytes(report.peak)}"
     if max(report.most_held) < report.peak:
         left, right = PLOT_LEFT, panel.frame_right
         label += " inside an op"
-    peak_y = panel.scale(report.peak)
+    else:  # the op at the peak, by name: the one op name the picture prints
+        label += f" at {op_name(report.timeline[column][0])}"
+    peak_y = panel.scale(base + report.peak)
     items.append(Line(((left - 2, peak_y), (right + 2, peak_y)), "peak", id=f"{panel.prefix}-peak"))
     anchor, label_x = "start", max(left, PLOT_LEFT + 2)
     if label_x + text_width(label, "sans", SMALL_FONT, "bold") > panel.frame_right - 2:
@@ -443,29 +487,127 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     items.append(Text(label_x, peak_y - 2, label, "peak-label", id=ident, anchor=anchor, baseline="bottom"))
 
 
-def _draw_ops(panel: _Panel, report: MemoryReport, every: int, show_ops: bool, items: list, hovers) -> None:
-    """A hover area per op column with its text in ``hovers``, and the ops' names under their columns (every
-    ``every``-th); with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000 would cost seconds)."""
+def _op_ticks(count: int) -> list[int]:
+    """A few op numbers (1-based) to mark under the ops' axis: the first, round steps, the last."""
+    if count <= 0:
+        return []
+    step = next(m * 10**k for k in range(8) for m in (1, 2, 5) if m * 10**k * 6 >= count)
+    return sorted({1, count, *range(step, count, step)})
+
+
+def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, hovers) -> None:
+    """A hover area per op column with its text in ``hovers`` (the op's name is there, not under the axis), and
+    a few op numbers under the axis; with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000
+    would cost seconds)."""
     per_column = _per_column(report) if hovers is not None else None
-    for column, (name, _) in enumerate(report.timeline):
-        named = show_ops and panel.columns[column] % every == 0
-        if hovers is None and not named:
-            continue
-        left, right = panel.x_of(column, False)
-        ident = f"{panel.prefix}-op-{column}"
-        if hovers is not None:
+    if hovers is not None:
+        for column in range(len(report.timeline)):
+            left, right = panel.x_of(column, False)
+            ident = f"{panel.prefix}-op-{column}"
             items.append(Rect(left, panel.plot_top, right - left, PLOT_HEIGHT, "hover", id=ident))
             hovers[ident] = _op_hover(report, column, per_column)
-        if named:
-            text = _tick_name(name)
-            y = panel.frame_bottom + 4 + text_width(text, "mono", SMALL_FONT)
-            items.append(Text((left + right) / 2, y, text, "op", id=f"{panel.prefix}-op-name-{column}", rotation=90))
+    if not show_ops:
+        return
+    placed_right = LEFT + MARKER_WIDTH + 2  # after "before"
+    end_label = panel.end_left - 4
+    for number in _op_ticks(len(report.timeline)):
+        left, right = panel.x_of(number - 1, False)
+        text = f"op {number}" if number == 1 else str(number)
+        half = text_width(text, "sans", SMALL_FONT) / 2
+        centre = (left + right) / 2
+        if centre - half < placed_right + 4 or centre + half > end_label:
+            continue
+        placed_right = centre + half
+        ident = f"{panel.prefix}-op-number-{number}"
+        items.append(Line(((centre, panel.frame_bottom), (centre, panel.frame_bottom + 3)), "zero", id=ident + "-tick"))
+        items.append(Text(centre, panel.frame_bottom + 3, text, "tick", id=ident, anchor="middle", baseline="top"))
 
 
-def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[Scene, dict]:
+def _compact_plan(reports: list[MemoryReport], labels: list[str]) -> Scene:
+    """Blocks of a few ops: per run, its headline and two bars on one byte scale, what was held at the peak and
+    what is held at the end, each the run's bands at that column side by side (what was held before first)."""
+    bands = [_bands(report)[0] for report in reports]
+    rows = []  # per run: [(row name, [(layer, bytes)], note)]
+    for report, above in zip(reports, bands):
+        at_end = [(band.layer, band.heights[-1]) for band in above]
+        if report.most_held and max(report.most_held) == report.peak and report.peak > 0:
+            column = report.most_held.index(report.peak)
+            at_peak = [(band.layer, band.heights[column]) for band in above]
+            peak_note = f"peak +{short_bytes(report.peak)} at {op_name(report.timeline[column][0])}"
+        else:  # no op, nothing allocated, or a CUDA peak inside an op: what was held before, then the peak
+            at_peak = [(HELD_BEFORE, report.held_before), (INSIDE, report.peak)]
+            peak_note = f"peak +{short_bytes(report.peak)}" + (" inside an op" if report.peak else "")
+        end_note = f"end: +{short_bytes(report.allocated)}" if report.allocated >= 0 else "end"
+        rows.append([("peak", at_peak, peak_note), ("end", at_end, end_note)])
+    high = max([1] + [sum(size for _, size in pieces) for run in rows for _, pieces, _ in run])
+    scale = COMPACT_BAR / high
+    headers = [_headline(report, label) for report, label in zip(reports, labels)]
+    layers = [
+        layer
+        for layer in LAYER_NAMES
+        if any(size * scale >= 1 for run in rows for _, p, _ in run for lay, size in p if lay == layer)
+    ]  # only what is at least a point wide somewhere: a swatch for 12 invisible bytes misleads
+    bar_left = LEFT
+    notes_right = max(
+        bar_left + sum(size for _, size in pieces) * scale + 6 + text_width(note, "sans", SMALL_FONT)
+        for run in rows
+        for _, pieces, note in run
+    )
+    width = max(notes_right, LEFT + max(text_width(h, "sans", FONT + 1, "bold") for h in headers), 360) + RIGHT
+    items, y, legend_right = _legend(layers, False, width, TOP, {})
+    width = max(width, legend_right + RIGHT)
+    for index, (header, run) in enumerate(zip(headers, rows)):
+        prefix = f"run{index}"
+        items.append(Text(LEFT, y + 8, header, "title", id=f"{prefix}-title"))
+        y += 8 + FONT + 6
+        for row, pieces, note in run:
+            x = bar_left
+            items.append(
+                Text(
+                    bar_left - 6,
+                    y + COMPACT_HEIGHT / 2,
+                    row,
+                    "tick",
+                    id=f"{prefix}-{row}-label",
+                    anchor="end",
+                    baseline="middle",
+                )
+            )
+            for number, (layer, size) in enumerate(pieces):
+                if size <= 0:
+                    continue
+                ident = f"{prefix}-{row}-{number}"
+                items.append(Rect(x, y, size * scale, COMPACT_HEIGHT, f"band-{layer}", id=ident))
+                text = f"held before: {short_bytes(size)}"
+                if layer == HELD_BEFORE and row == "peak" and size * scale > text_width(text, "sans", SMALL_FONT) + 8:
+                    middle = y + COMPACT_HEIGHT / 2
+                    items.append(Text(x + 4, middle, text, "tick", id=f"{prefix}-held-before", baseline="middle"))
+                x += size * scale
+            items.append(
+                Text(
+                    x + 6,
+                    y + COMPACT_HEIGHT / 2,
+                    note,
+                    "peak-label" if row == "peak" else "tick",
+                    id=f"{prefix}-{row}-note",
+                    baseline="middle",
+                )
+            )
+            y += COMPACT_HEIGHT + 4
+        y += 6
+    return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels))
+
+
+def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=None) -> tuple[Scene, dict]:
     """Once the arguments are checked (``ax`` only for its type): the scene, and the hover text of each op column
     (unless ``op_hovers`` is False), band and legend swatch by id (the SVG's ``<title>``s)."""
     reports, labels = _check(reports, labels, show_ops, ax)
+    if compact is not None:
+        require_bool(compact, "compact")
+    if compact is None:
+        compact = all(len(r.timeline) <= COMPACT_OPS for r in reports)
+    if compact and all(r.held_before is not None for r in reports):
+        return _compact_plan(reports, labels), {}
     slots, total_slots, spans = _slots(reports)
     shown_slots = max(total_slots, 1)
     column_width = max(min(MAX_COLUMN_WIDTH, PLOT_WIDTH / shown_slots), MIN_PLOT_WIDTH / shown_slots)
@@ -475,16 +617,22 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
     bands = [_bands(report) for report in reports]
     high = max([1] + [sum(column) for above, _ in bands for column in zip(*(band.heights for band in above))])
     low = min([0] + [sum(column) for _, below in bands for column in zip(*(band.heights for band in below))])
+    high = max([high] + [(r.held_before or 0) + r.peak for r in reports])  # a CUDA peak no column reached
+    # What was held before can dwarf what the block did: the byte axis is then broken, starting a quarter of the
+    # block's range under the lowest the held-before band gets, so the block's bands fill most of the plot.
+    bases = [min(above[0].heights) for above, _ in bands if above and above[0].layer == HELD_BEFORE]
+    if low == 0 and len(bases) == len(reports) and min(bases) > high - min(bases) > 0:
+        low = min(bases) - (high - min(bases)) / 4
     top_value = high + (high - low) * (HEADROOM - 1)
-    every = max(1, math.ceil(total_slots / MAX_OP_NAMES))
-    named = [
-        _tick_name(name)
-        for r, columns in zip(reports, slots)
-        for (name, _), slot in zip(r.timeline, columns)
-        if show_ops and slot % every == 0
-    ]
-    names_height = max(text_width(name, "mono", SMALL_FONT) for name in [*named, "start"]) + 8
-    drawn_layers = {band.layer for above, below in bands for band in above + below}
+    names_height = SMALL_FONT + 10  # one row of op numbers, "before" and "end"
+    points_per_byte = PLOT_HEIGHT / (top_value - low)
+    # in the legend only what is at least a point tall somewhere (12 bytes of scratch under 381 MiB are not)
+    drawn_layers = {
+        band.layer
+        for above, below in bands
+        for band in above + below
+        if max(abs(height) for height in band.heights) * points_per_byte >= 1
+    }
     hovers: dict[str, str] = {}
     layers = [layer for layer in LAYER_NAMES if layer in drawn_layers]
     items, y, legend_right = _legend(layers, any(spans), width + RIGHT, TOP, hovers)
@@ -498,26 +646,23 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True) -> tuple[S
         _draw_frame(panel, items)
         _draw_bands(panel, report, bands[index], items, hovers)
         _draw_peak(panel, report, items)
-        _draw_ops(panel, report, every, show_ops, items, hovers if op_hovers else None)
+        _draw_baseline_label(panel, report, bands[index][0], items)
+        _draw_ops(panel, report, show_ops, items, hovers if op_hovers else None)
         y = panel.frame_bottom + names_height + 6
-        if every > 1 and show_ops:
-            note = f"op names: one in every {every} ({plural(len(report.timeline), 'op')})"
-            items.append(Text(PLOT_LEFT, y - 4, note, "tick", id=f"{prefix}-op-note"))
-            y += SMALL_FONT + 2
     return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
 
 
-def memory_scene(reports, labels=None, show_ops: bool = True) -> Scene:
+def memory_scene(reports, labels=None, show_ops: bool = True, compact=None) -> Scene:
     """The memory timeline of one or more measured blocks as a ``Scene`` (see ``draw_memory_timeline``)."""
-    return _plan(reports, labels, show_ops)[0]
+    return _plan(reports, labels, show_ops, compact=compact)[0]
 
 
 _IDENTIFIED = re.compile(r'<(rect|polygon) id="([^"]+)"([^>]*)/>')
 
 
-def memory_svg(reports, labels=None, show_ops: bool = True) -> str:
+def memory_svg(reports, labels=None, show_ops: bool = True, compact=None) -> str:
     """The memory timeline as SVG, each op column and band carrying its hover text as a ``<title>``."""
-    scene, hovers = _plan(reports, labels, show_ops)
+    scene, hovers = _plan(reports, labels, show_ops, compact=compact)
 
     def with_title(match) -> str:
         tag, ident, rest = match.groups()
@@ -537,29 +682,35 @@ def _figure(scene: Scene, ax):
     return fig
 
 
-def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True):
+def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True, compact=None):
     """Each allocation of one or more measured blocks as a band over their ops, the phases shaded and named.
 
     One panel per report, on one byte scale; runs with the same phases are aligned phase by phase. A column is
     an op: its bands are what was held when it returned (a band ends at the op that freed it), hatched on top
     what was held only while it ran; the narrow columns are the block's start and end. More than 60 allocations
-    in a run are drawn as one band per kind (``tl.MemoryReport.allocations`` has them all).
+    in a run are drawn as one band per kind (``tl.MemoryReport.allocations`` has them all). The bands stand on
+    what was held before the block (``MemoryReport.held_before``), so runs compare in absolute bytes; the op at
+    the peak is named. Blocks of at most three ops are drawn compact: two bars a run, what was held at the peak
+    and at the end, on one byte scale.
 
     Args:
         reports: a ``MemoryReport`` from ``measure_memory`` or a list of them (e.g. out-of-place and in-place).
         labels: one label per report.
         ax: a matplotlib Axes to draw on; a new figure when None.
-        show_ops: name the ops under their columns (every k-th when there are more than 24).
+        compact: two bars a run instead of the chart (True), the chart (False), or two bars when every run has
+            at most three ops (None, the default).
+        show_ops: number a few ops under the axis (the op at the peak is named by its label; in ``memory_svg``
+            every op column names its op on hover).
 
     Returns:
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
 
     Raises:
         TypeError: ``reports`` is not a MemoryReport or a list of them, ``ax`` is not a matplotlib Axes,
-            ``show_ops`` is not a bool.
+            ``show_ops`` or ``compact`` is not a bool.
         ValueError: a report still measuring, or ``labels`` not one per report.
     """
-    return _figure(_plan(reports, labels, show_ops, ax, op_hovers=False)[0], ax)
+    return _figure(_plan(reports, labels, show_ops, ax, op_hovers=False, compact=compact)[0], ax)
 
 
 # ------------------------------------------------------------------ CUDA: allocated vs reserved vs the driver
@@ -683,34 +834,49 @@ def cuda_memory_scene(requested, allocated, reserved, driver=None, *, source: st
     return Scene(notes_right + RIGHT, y + 4, tuple(items), CUDA_STYLES, summary)
 
 
-def draw_cuda_memory(requested, allocated, reserved, driver=None, *, source: str, ax=None):
-    """What one CUDA allocation costs in each of four views: the tensors' bytes, ``memory_allocated()`` (the
-    allocator's blocks), ``memory_reserved()`` (its segments, free ones included) and the driver's (nvidia-smi).
+def draw_cuda_memory(requested=None, allocated=None, reserved=None, driver=None, *, source: str | None = None, ax=None):
+    """The CUDA caching allocator's own picture: a segment (what ``memory_reserved()`` counts), the block in it
+    (what ``memory_allocated()`` counts) and the tensor in the block, its rounding as a hatched tail, magnified
+    when it is too thin to see (see ``draw_allocator_snapshot``).
 
-    The figures come from a measurement on a GPU or from the allocator's rules (chapter 6 computes them on the
-    CPU); ``source`` says which, in the picture and its summary. A view that was not measured (``driver=None``)
-    is drawn as unknown, never as zero. A row below the one it contains is refused, its error naming the causes:
+    Give it an allocator snapshot (``torch.cuda.memory._snapshot()`` on your GPU, or the trimmed form
+    ``notebooks/data/h100_allocator_snapshots.json`` stores) as its first argument, or, as before issue 22, the
+    figures of one allocation: then one segment of ``reserved`` bytes is drawn holding one block of ``allocated``
+    bytes, a tensor of ``requested`` bytes in it, and the rest of the segment as a free block; the driver's figure
+    is in the summary. A figure below the one it contains is refused, its error naming the causes:
     ``torch.cuda``'s counters answer 0 on a machine without CUDA, and on a GPU with a warm cache new blocks come
     from segments already reserved, so ``reserved`` grows by less than ``allocated`` (measure growths after
     ``torch.cuda.empty_cache()``).
 
     Args:
-        requested: the tensors' bytes (positive int).
-        allocated: what ``torch.cuda.memory_allocated()`` grew by.
-        reserved: what ``torch.cuda.memory_reserved()`` grew by.
+        requested: an allocator snapshot (dict), or the tensors' bytes (positive int).
+        allocated: what ``torch.cuda.memory_allocated()`` grew by (with figures).
+        reserved: what ``torch.cuda.memory_reserved()`` grew by (with figures).
         driver: what the device's used memory grew by (``total - free`` of ``torch.cuda.mem_get_info()``), or
-            None when not measured.
-        source: where the figures come from, e.g. ``"measured on cuda:0"`` or ``"computed from the allocator's
-            rules (no GPU here)"``.
+            None when not measured (with figures).
+        source: where the figures come from, e.g. ``"measured on cuda:0"`` (required).
         ax: a matplotlib Axes to draw on; a new figure when None.
 
     Returns:
         The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
 
     Raises:
-        TypeError: a figure that is not an int, ``source`` not a non-empty str, ``ax`` not a matplotlib Axes.
+        TypeError: a figure that is not an int, a snapshot with other figures, ``source`` not a non-empty str,
+            ``ax`` not a matplotlib Axes.
         ValueError: a figure below the one it contains (``allocated < requested``, ``reserved < allocated``,
             ``driver < reserved``), or ``requested`` not positive.
     """
+    from .allocator_picture import allocator_scene
+
     require_axes(ax, "ax")
-    return _figure(cuda_memory_scene(requested, allocated, reserved, driver, source=source), ax)
+    if isinstance(requested, (dict, list, tuple)):
+        if any(figure is not None for figure in (allocated, reserved, driver)):
+            raise TypeError("draw_cuda_memory takes a snapshot alone: allocated, reserved and driver come from it")
+        return _figure(allocator_scene(requested, source=source), ax)
+    summary = cuda_memory_summary(requested, allocated, reserved, driver, source=source)
+    blocks = [{"size": allocated, "requested_size": requested, "state": "active_allocated"}]
+    if reserved > allocated:
+        blocks.append({"size": reserved - allocated, "requested_size": 0, "state": "inactive"})
+    snapshot = {"segments": [{"total_size": reserved, "segment_type": "large", "blocks": blocks}]}
+    scene = allocator_scene(snapshot, source=source)
+    return _figure(Scene(scene.width, scene.height, scene.items, scene.styles, summary), ax)

@@ -1,0 +1,121 @@
+"""The allocator's own picture (issue 22, item 4): segments, their blocks and the tensors in them, drawn from the
+CUDA caching allocator's snapshots recorded on an H100 (notebooks/data/h100_allocator_snapshots.json). Every width
+is read back from the scene and compared with the snapshot's bytes."""
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+import tutorial_lib as tl  # noqa: E402
+from tutorial_lib.pictures.allocator_picture import allocator_scene  # noqa: E402
+from tutorial_lib.pictures.scene import Rect, Text  # noqa: E402
+
+SNAPSHOTS = json.loads((Path(__file__).parents[1] / "notebooks/data/h100_allocator_snapshots.json").read_text())
+H100 = "recorded on an NVIDIA H100"
+
+
+def test_one_tensor_is_a_segment_holding_a_block_holding_the_tensor_and_its_rounding_magnified():
+    one = SNAPSHOTS["one_tensor"]
+    scene = tl.draw_cuda_memory(one, source=H100).scene
+    ids = scene.ids()
+    segment, block = ids["alloc-seg0"], ids["alloc-seg0-block0"]
+    tensor, rounding = ids["alloc-seg0-block0-tensor"], ids["alloc-seg0-block0-rounding"]
+    scale = segment.w / one["reserved"]  # points per byte
+    assert segment.style == "segment" and block.style == "block-active" and tensor.style == "tensor"
+    assert block.w == pytest.approx(one["allocated"] * scale)  # one block fills the segment
+    assert tensor.w == pytest.approx(one["nbytes"] * scale)
+    assert rounding.style == "rounding" and rounding.w == pytest.approx((one["allocated"] - one["nbytes"]) * scale)
+    assert tensor.x + tensor.w == pytest.approx(rounding.x)  # the tail follows the tensor
+    nested = [(segment, block), (block, tensor)]
+    assert all(o.y < i.y and i.y + i.h < o.y + o.h and o.x <= i.x for o, i in nested)  # one inside the other
+    # the tail is under a point wide: an inset magnifies the block's end, its pieces in the same proportion
+    inset_tensor, inset_rounding = ids["alloc-seg0-block0-inset-tensor"], ids["alloc-seg0-block0-inset-rounding"]
+    assert rounding.w < 1 < inset_rounding.w
+    texts = dict(scene.texts())
+    assert texts["alloc-seg0-block0-inset-rounding-label"] == "rounding 556,032 B"
+    window = float(texts["alloc-seg0-block0-inset-label"].split("last ")[1].split(" MiB")[0]) * 2**20
+    assert inset_rounding.w / (inset_tensor.w + inset_rounding.w) == pytest.approx(556_032 / window, rel=0.01)
+    assert inset_rounding.y > segment.y + segment.h  # under the bar it magnifies, not longer than the bar
+    assert inset_tensor.w + inset_rounding.w <= segment.w
+    assert scene.width * 100 / 72 < 1000  # under 1,000 px at the notebook's 100 dpi
+    assert "400,556,032 B (382.00 MiB)" in scene.title and "556,032 B" in scene.title
+
+
+@pytest.mark.parametrize("step", ["step_1", "step_2"])
+def test_the_mlps_segments_and_blocks_are_the_snapshots_bytes(step):
+    recorded = SNAPSHOTS["mlp"][step]
+    scene = allocator_scene(recorded, source=H100)
+    ids = scene.ids()
+    allocated = reserved = 0
+    for number, segment in enumerate(recorded["segments"]):
+        bar = ids[f"alloc-seg{number}"]
+        scale = bar.w / segment["total_size"]
+        reserved += segment["total_size"]
+        assert (
+            dict(scene.texts())[f"alloc-seg{number}-size"] == tl.format_bytes(segment["total_size"]).split("(")[1][:-1]
+        )
+        x = bar.x
+        for k, block in enumerate(segment["blocks"]):
+            drawn = ids[f"alloc-seg{number}-block{k}"]
+            assert drawn.x == pytest.approx(x) and drawn.w == pytest.approx(block["size"] * scale)
+            x += drawn.w
+            active = block["state"] == "active_allocated"
+            assert drawn.style == ("block-active" if active else "block-free")
+            if active:
+                allocated += block["size"]
+                tensor = ids[f"alloc-seg{number}-block{k}-tensor"]
+                assert tensor.w == pytest.approx(block["requested_size"] * scale)
+            else:
+                assert f"alloc-seg{number}-block{k}-tensor" not in ids  # a free block holds no tensor
+        assert x == pytest.approx(bar.x + bar.w)
+    assert allocated == recorded["allocated_after"] and reserved == recorded["reserved"]
+    headings = [t for i, t in scene.texts() if i.endswith("-heading")]
+    assert headings[0].startswith("small pool: 2 MiB segments") and headings[1].startswith("large pool")
+    assert scene.width * 100 / 72 < 1000
+
+
+def test_a_free_block_is_dashed_and_named_in_the_legend_in_words():
+    scene = allocator_scene(SNAPSHOTS["mlp"]["step_2"], source=H100)
+    legend = {i: t for i, t in scene.texts() if i.startswith("alloc-legend-")}
+    assert legend == {
+        "alloc-legend-segment": "segment (reserved)",
+        "alloc-legend-tensor": "tensor's bytes",
+        "alloc-legend-rounding": "rounding (block beyond the tensor)",
+        "alloc-legend-block-free": "free block (cached)",
+    }
+    assert scene.styles["block-free"].dash and scene.styles["rounding"].hatch
+
+
+def test_the_old_figures_still_draw_one_segment_and_keep_their_summary():
+    from tutorial_lib.pictures.timeline import cuda_memory_summary
+
+    fig = tl.draw_cuda_memory(400_000_000, 400_556_032, 419_430_400, 943_718_400, source="measured on cuda:0")
+    assert fig.summary == cuda_memory_summary(
+        400_000_000, 400_556_032, 419_430_400, 943_718_400, source="measured on cuda:0"
+    )
+    ids = fig.scene.ids()
+    scale = ids["alloc-seg0"].w / 419_430_400
+    assert ids["alloc-seg0-block0"].w == pytest.approx(400_556_032 * scale)
+    assert ids["alloc-seg0-block1"].style == "block-free"
+    assert ids["alloc-seg0-block1"].w == pytest.approx(18_874_368 * scale)
+    assert isinstance(ids["alloc-seg0-block0-tensor"], Rect)
+    assert all(isinstance(t, Text) for t in [ids["alloc-source"]])
+
+
+def test_bad_snapshots_are_refused_naming_what_is_wrong():
+    with pytest.raises(TypeError, match="snapshot must be an allocator snapshot"):
+        allocator_scene("segments", source=H100)
+    with pytest.raises(TypeError, match="segment 0 lacks a field"):
+        allocator_scene({"segments": [{"blocks": []}]}, source=H100)
+    bad = {"segments": [{"total_size": 4096, "segment_type": "small", "blocks": [{"size": 512, "state": "inactive"}]}]}
+    with pytest.raises(ValueError, match="add up to 512 B, not 4,096"):
+        allocator_scene(bad, source=H100)
+    with pytest.raises(TypeError, match="source must say"):
+        allocator_scene(SNAPSHOTS["one_tensor"], source="")
+    with pytest.raises(TypeError, match="takes a snapshot alone"):
+        tl.draw_cuda_memory(SNAPSHOTS["one_tensor"], 5, source=H100)

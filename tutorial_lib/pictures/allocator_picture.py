@@ -1,0 +1,318 @@
+"""The CUDA caching allocator's own picture: its segments (what it reserved from the driver), the blocks in each
+(what it handed out, or keeps free), and in each active block the tensor's bytes and the rounding after them.
+
+Drawn from an allocator snapshot: the dict ``torch.cuda.memory._snapshot()`` returns, or its trimmed form (a
+``"segments"`` list whose entries have ``total_size``, ``segment_type`` and ``blocks`` of ``size``,
+``requested_size``, ``state``), as ``notebooks/data/h100_allocator_snapshots.json`` stores them. Every width is a
+byte count of the snapshot on the row's scale; a tail too thin to see gets a magnified inset under its segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..common.checks import describe
+from ..common.text import plural
+from ..facts.memory import MiB, format_bytes
+from .palette import FAINT, INK, MEMORY_KINDS, MUTED, PAPER
+from .scene import Line, Rect, Scene, Style, Text, text_width
+
+LEFT, TOP, RIGHT = 8.0, 8.0, 8.0
+BAR_LEFT, BAR_WIDTH = 78.0, 440.0  # a segment's row: its size on the left, its bar, a note on the right
+NOTE_WIDTH = 150.0  # the note column: at most this wide (the picture stays under 1,000 px at 100 dpi)
+ROW, GAP = 26.0, 8.0
+FONT, SMALL = 9.0, 8.0
+MAX_SEGMENTS = 40  # more segments than this: the largest ones drawn, the rest counted
+TENSOR = "#4477aa"  # the tensors' bytes: the one strong fill of the picture
+
+STYLES = {
+    "segment": Style(fill=PAPER, edge=INK, width=1.2, zorder=1),
+    "block-active": Style(fill="#c9d7e8", edge=MUTED, width=0.5, zorder=2),
+    "block-free": Style(fill=PAPER, edge=FAINT, width=0.7, dash=(3, 2), zorder=2),
+    "tensor": Style(fill=TENSOR, edge="none", zorder=3),
+    "rounding": Style(fill=MEMORY_KINDS["allocator's rounding"], edge=MUTED, width=0.5, hatch=True, zorder=3),
+    "inset": Style(fill="none", edge=INK, width=0.8, zorder=4),
+    "connector": Style(edge=MUTED, width=0.6, dash=(2, 2), zorder=4),
+    "title": Style(size=FONT + 1, weight="bold", zorder=5),
+    "label": Style(size=FONT, zorder=5),
+    "note": Style(size=SMALL, color="#333333", zorder=5),
+    "legend": Style(size=SMALL, zorder=5),
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a segment: its bytes, the bytes its tensor asked for (active blocks), and whether it is in use."""
+
+    size: int
+    requested: int
+    active: bool
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment the allocator reserved (one ``cudaMalloc``): its bytes, its pool and its blocks in order."""
+
+    size: int
+    pool: str  # "small" (2 MiB segments, requests up to 1 MiB) or "large"
+    blocks: tuple[Block, ...]
+
+
+def segments_of(snapshot) -> list[Segment]:
+    """The segments of an allocator snapshot (``torch.cuda.memory._snapshot()`` or its trimmed form), checked.
+
+    Raises:
+        TypeError: ``snapshot`` is not a dict with a ``"segments"`` list (or such a list).
+        ValueError: a segment whose blocks do not add up to its size, or a block asking for more than it holds.
+    """
+    segments = snapshot.get("segments") if isinstance(snapshot, dict) else snapshot
+    if not isinstance(segments, (list, tuple)):
+        raise TypeError(
+            "snapshot must be an allocator snapshot (the dict torch.cuda.memory._snapshot() returns, or one with a "
+            f"'segments' list), got {describe(snapshot)}"
+        )
+    found = []
+    for index, segment in enumerate(segments):
+        try:
+            blocks = tuple(
+                Block(
+                    int(block["size"]),
+                    int(block.get("requested_size", 0)) if block["state"] == "active_allocated" else 0,
+                    block["state"] == "active_allocated",
+                )
+                for block in segment["blocks"]
+            )
+            size, pool = int(segment["total_size"]), str(segment.get("segment_type", "large"))
+        except (KeyError, TypeError) as error:
+            raise TypeError(f"snapshot's segment {index} lacks a field of an allocator snapshot: {error}") from None
+        if sum(block.size for block in blocks) != size:
+            raise ValueError(
+                f"snapshot's segment {index}: its blocks add up to {sum(b.size for b in blocks):,} B, not {size:,}"
+            )
+        for block in blocks:
+            if block.requested > block.size:
+                raise ValueError(
+                    f"snapshot's segment {index}: a block of {block.size:,} B asks for {block.requested:,}"
+                )
+        found.append(Segment(size, pool, blocks))
+    return found
+
+
+def _short(n: int) -> str:
+    text = format_bytes(n)
+    return text[text.index("(") + 1 : -1] if "(" in text else text
+
+
+def snapshot_summary(segments: list[Segment], source: str) -> str:
+    """One line: the segments (reserved), the active blocks (allocated), the tensors' bytes and the rounding."""
+    reserved = sum(s.size for s in segments)
+    active = [b for s in segments for b in s.blocks if b.active]
+    allocated = sum(b.size for b in active)
+    requested = sum(b.requested for b in active)
+    pools = {pool: [s for s in segments if s.pool == pool] for pool in ("small", "large")}
+    parts = ", ".join(plural(len(found), f"{pool} segment") for pool, found in pools.items() if found)
+    return (
+        f"{source}: {parts}, reserved {format_bytes(reserved)}; {plural(len(active), 'active block')}, allocated "
+        f"{format_bytes(allocated)}: the tensors asked for {format_bytes(requested)}, the rounding adds "
+        f"{format_bytes(allocated - requested)}; free blocks kept in the segments {format_bytes(reserved - allocated)}"
+    )
+
+
+def _note(segment: Segment) -> str:
+    active = [b for b in segment.blocks if b.active]
+    free = len(segment.blocks) - len(active)
+    if len(segment.blocks) == 1 and active:
+        rounding = active[0].size - active[0].requested
+        return f"1 block; rounding {rounding:,} B"
+    text = plural(len(active), "active block")
+    if free:
+        text += f", {free} free ({_short(sum(b.size for b in segment.blocks if not b.active))})"
+    return text
+
+
+def allocator_scene(snapshot, *, source: str) -> Scene:
+    """The allocator's segments, blocks and tensors as a ``Scene`` (see ``draw_allocator_snapshot``)."""
+    segments = segments_of(snapshot)
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"source must say where the snapshot comes from (a non-empty str), got {describe(source)}")
+    items: list = [Text(LEFT, TOP + FONT, source, "title", id="alloc-source")]
+    y = TOP + FONT + 14
+    # the legend: what each fill means, in words beside its swatch
+    x = LEFT
+    for style, name in (
+        ("segment", "segment (reserved)"),
+        ("tensor", "tensor's bytes"),
+        ("rounding", "rounding (block beyond the tensor)"),
+        ("block-free", "free block (cached)"),
+    ):
+        items.append(Rect(x, y, 12, 10, style, id=f"alloc-legend-swatch-{style}"))
+        items.append(Text(x + 16, y + 5, name, "legend", id=f"alloc-legend-{style}", baseline="middle"))
+        x += 16 + text_width(name, "sans", SMALL) + 14
+    y += 20
+    kept = set(sorted(range(len(segments)), key=lambda n: -segments[n].size)[:MAX_SEGMENTS])
+    shown = [(n, s) for n, s in enumerate(segments) if n in kept]
+    for pool in ("small", "large"):
+        in_pool = [(n, s) for n, s in shown if s.pool == pool]
+        if not in_pool:
+            continue
+        widest = max(s.size for _, s in in_pool)
+        scale = BAR_WIDTH / widest
+        heading = (
+            "small pool: 2 MiB segments, for requests of at most 1 MiB"
+            if pool == "small"
+            else "large pool: one segment per cudaMalloc, its size rounded up to 2 MiB"
+        )
+        items.append(Text(LEFT, y + 8, heading, "label", id=f"alloc-{pool}-heading", baseline="middle"))
+        items.append(
+            Text(
+                BAR_LEFT + BAR_WIDTH + 6,
+                y + 8,
+                f"full width: {_short(widest)}",
+                "note",
+                id=f"alloc-{pool}-scale",
+                baseline="middle",
+            )
+        )
+        y += 18
+        for number, segment in in_pool:
+            prefix = f"alloc-seg{number}"
+            width = segment.size * scale
+            items.append(
+                Text(
+                    BAR_LEFT - 6,
+                    y + ROW / 2,
+                    _short(segment.size),
+                    "label",
+                    id=f"{prefix}-size",
+                    anchor="end",
+                    baseline="middle",
+                )
+            )
+            items.append(Rect(BAR_LEFT, y, width, ROW, "segment", id=prefix))
+            x = BAR_LEFT
+            thin_tail = None
+            for k, block in enumerate(segment.blocks):
+                block_width = block.size * scale
+                ident = f"{prefix}-block{k}"
+                if not block.active:
+                    items.append(Rect(x, y + 4, block_width, ROW - 8, "block-free", id=ident))
+                else:
+                    items.append(Rect(x, y + 4, block_width, ROW - 8, "block-active", id=ident))
+                    tensor_width = block.requested * scale
+                    items.append(Rect(x, y + 8, tensor_width, ROW - 16, "tensor", id=f"{ident}-tensor"))
+                    rounding = block.size - block.requested
+                    if rounding:
+                        items.append(
+                            Rect(
+                                x + tensor_width, y + 8, rounding * scale, ROW - 16, "rounding", id=f"{ident}-rounding"
+                            )
+                        )
+                        if rounding * scale < 3 and len(segment.blocks) == 1:
+                            thin_tail = (k, block, x)
+                x += block_width
+            items.append(
+                Text(BAR_LEFT + width + 6, y + ROW / 2, _note(segment), "note", id=f"{prefix}-note", baseline="middle")
+            )
+            y += ROW + GAP
+            if thin_tail is not None:
+                y = _inset(items, prefix, thin_tail, scale, y)
+    left_out = len(segments) - len(shown)
+    if left_out:
+        items.append(
+            Text(
+                LEFT,
+                y + 6,
+                f"and {plural(left_out, 'smaller segment')} not drawn",
+                "note",
+                id="alloc-left-out",
+                baseline="middle",
+            )
+        )
+        y += 16
+    notes = [item for item in items if isinstance(item, Text) and item.style == "note"]
+    right = max([BAR_LEFT + BAR_WIDTH + 6 + NOTE_WIDTH * 0] + [_right(item) for item in notes])
+    width = max(right, x) + RIGHT
+    return Scene(width, y + 4, tuple(items), STYLES, snapshot_summary(segments, source))
+
+
+def _right(item: Text) -> float:
+    width = text_width(item.text, "sans", SMALL)
+    return item.x + (width if item.anchor == "start" else width / 2 if item.anchor == "middle" else 0)
+
+
+def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
+    """The end of a block whose rounding is too thin to see, magnified under it, with connector lines."""
+    k, block, block_x = tail
+    rounding = block.size - block.requested
+    window = min(block.size, max(2 * MiB, 4 * rounding))
+    window_x = block_x + (block.size - window) * scale  # where the window starts in the segment's bar
+    end_x = block_x + block.size * scale
+    inset_left, inset_width = BAR_LEFT + BAR_WIDTH * 0.25, BAR_WIDTH * 0.75
+    zoom = inset_width / window
+    top = y + 14
+    ident = f"{prefix}-block{k}-inset"
+    items.append(Line(((window_x, y - GAP), (inset_left, top)), "connector", id=f"{ident}-connector-left"))
+    items.append(Line(((end_x, y - GAP), (inset_left + inset_width, top)), "connector", id=f"{ident}-connector-right"))
+    tensor_width = (window - rounding) * zoom
+    items.append(Rect(inset_left, top + 4, tensor_width, ROW - 16, "tensor", id=f"{ident}-tensor"))
+    items.append(
+        Rect(inset_left + tensor_width, top + 4, rounding * zoom, ROW - 16, "rounding", id=f"{ident}-rounding")
+    )
+    items.append(Rect(inset_left, top, inset_width, ROW - 8, "inset", id=ident))
+    label = f"the block's last {_short(window)}, magnified ×{zoom / scale:,.0f}"
+    items.append(Text(inset_left, top - 3, label, "note", id=f"{ident}-label", baseline="bottom"))
+    items.append(
+        Text(
+            inset_left + tensor_width / 2,
+            top + ROW - 8 + 10,
+            f"tensor ends: {block.requested:,} B",
+            "note",
+            id=f"{ident}-tensor-label",
+            anchor="middle",
+            baseline="middle",
+        )
+    )
+    items.append(
+        Text(
+            inset_left + inset_width,
+            top + ROW - 8 + 10,
+            f"rounding {rounding:,} B",
+            "note",
+            id=f"{ident}-rounding-label",
+            anchor="end",
+            baseline="middle",
+        )
+    )
+    return top + ROW - 8 + 20
+
+
+def draw_allocator_snapshot(snapshot, *, source: str, ax=None):
+    """The CUDA caching allocator's segments, their blocks and the tensors in them, from an allocator snapshot.
+
+    Each segment (one ``cudaMalloc``, what ``memory_reserved()`` counts) is a framed bar; its blocks sit in it in
+    order: an active block (what ``memory_allocated()`` counts) holds its tensor's requested bytes, solid, and the
+    rounding after them, hatched; a free block (kept for the next tensor) is dashed. The small pool's 2 MiB
+    segments and the large pool's segments each have their own scale (said above them). A rounding too thin to
+    see in a one-block segment gets a magnified inset.
+
+    Args:
+        snapshot: ``torch.cuda.memory._snapshot()`` (take it on your GPU), or a dict with a ``"segments"`` list in
+            its form, as ``notebooks/data/h100_allocator_snapshots.json`` stores them.
+        source: where the snapshot comes from (the device), shown as the title.
+        ax: a matplotlib Axes to draw on; a new figure when None.
+
+    Returns:
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
+
+    Raises:
+        TypeError: ``snapshot`` is not a snapshot, ``source`` not a non-empty str, ``ax`` not a matplotlib Axes.
+        ValueError: a segment whose blocks do not add up to its size.
+    """
+    from .render_mpl import render, require_axes
+
+    require_axes(ax, "ax")
+    scene = allocator_scene(snapshot, source=source)
+    fig = render(scene, ax=ax)
+    fig.summary = scene.title
+    fig.scene = scene
+    return fig
