@@ -119,3 +119,26 @@ def test_bad_snapshots_are_refused_naming_what_is_wrong():
         allocator_scene(SNAPSHOTS["one_tensor"], source="")
     with pytest.raises(TypeError, match="takes a snapshot alone"):
         tl.draw_cuda_memory(SNAPSHOTS["one_tensor"], 5, source=H100)
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="a live snapshot needs CUDA")
+def test_a_live_snapshot_draws_what_the_allocator_counts():
+    import torch
+
+    torch.cuda.empty_cache()
+    x = torch.empty(100_000_000, device="cuda")
+    y = torch.empty(1000, device="cuda")
+    snapshot = torch.cuda.memory._snapshot()
+    scene = allocator_scene(snapshot, source=torch.cuda.get_device_name())
+    ids = scene.ids()
+    allocated = reserved = 0
+    for number, segment in enumerate(snapshot["segments"]):
+        bar = ids[f"alloc-seg{number}"]
+        reserved += segment["total_size"]
+        for k, block in enumerate(segment["blocks"]):
+            if block["state"] == "active_allocated":
+                allocated += block["size"]
+                assert f"alloc-seg{number}-block{k}-tensor" in ids
+        assert bar.w > 0
+    assert allocated == torch.cuda.memory_allocated() and reserved == torch.cuda.memory_reserved()
+    del x, y
