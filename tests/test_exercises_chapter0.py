@@ -219,7 +219,7 @@ def test_a_claim_the_rule_hunt_broke_does_not_come_back(finding, old_claim):
     [
         ("B1", "By default, PyTorch records how each result is made from a tensor that requires gradients."),
         ("B2", "`x[[0, 2]]` indexes with a list of integers, and that copies."),
-        ("B4", "from the operation that made it to the one that frees it, or to the end of the block"),
+        ("B4", "draws what each block held at its peak and at its end, on top of what was held before"),
         ("B5", "ask whether `row` and `x` use the same storage, and whether they read common bytes."),
         ("B6", "By default, saving copies nothing"),
         ("B10", "One deep dive runs twenty of their claims"),

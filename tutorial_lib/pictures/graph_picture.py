@@ -745,14 +745,11 @@ def _planned(
                     target, ghost = ghost, ghost + 1
                     extra_items.append(target)
                 extra_edges.append((node_id, target))
-            restricted = CollapsedGraph(
-                graph,
-                view.how,
-                view.groups,
-                restricted.items + tuple(extra_items),
-                restricted.edges + tuple(extra_edges),
-                restricted.edge_counts + (1,) * len(extra_edges),
-                view._group_of,
+            restricted = replace(  # the same graph, groups and grouping, with the cut edges added
+                restricted,
+                items=restricted.items + tuple(extra_items),
+                edges=restricted.edges + tuple(extra_edges),
+                edge_counts=restricted.edge_counts + (1,) * len(extra_edges),
             )
             said = ", ".join(f"{name} saved by {graph.nodes[i].name}" for i, name, _ in detached)
             summary = f"{summary[:-1]}; detached, so no gradient flows back to it: {said}."
