@@ -577,22 +577,50 @@ def test_each_number_has_one_meaning_grid_storage_index_row_element_index_strip_
     assert len({fig.scene.ids()[f"text:0:y = x.t():{k}"].size for k in range(12)}) == 1
 
 
-def test_small_grids_are_joined_to_the_storage_index_each_element_reads(matrix):
-    t = matrix.t()
-    fig = draw_layout(matrix, t, names=["x", "y"])
+def _crosses(line, box) -> bool:
+    """Whether the straight line passes through the inside of the box (sampled finely along its length)."""
+    (x0, y0), (x1, y1) = line.points
+    inside = [
+        box.x + 1e-6 < x0 + k / 200 * (x1 - x0) < box.x + box.w - 1e-6
+        and box.y + 1e-6 < y0 + k / 200 * (y1 - y0) < box.y + box.h - 1e-6
+        for k in range(201)
+    ]
+    return any(inside)
+
+
+def test_small_grids_are_joined_to_the_storage_index_each_element_reads():
+    small = torch.arange(6.0).view(2, 3)
+    t = small.t()
+    fig = draw_layout(small, t, names=["x", "y"])
     items = fig.scene.ids()
-    for name, tensor in [("x", matrix), ("y", t)]:
-        for position in range(12):
+    elements = [item for ident, item in items.items() if ident.startswith("elem:")]
+    for name, tensor in [("x", small), ("y", t)]:
+        for position in range(6):
             line, element = items[f"connector:{name}:{position}"], items[f"elem:{name}:{position}"]
             assert isinstance(line, Line) and line.style == "connector"
             (x0, y0), (x1, y1) = line.points
-            assert x0 == pytest.approx(element.x + element.w / 2) and y0 <= element.y + element.h + 1e-6
-            index = int(torch.arange(12).as_strided(tensor.shape, tensor.stride()).reshape(-1)[position])
+            assert y0 >= element.y + element.h - 1e-6  # it starts at or below its element
+            index = int(torch.arange(6).as_strided(tensor.shape, tensor.stride()).reshape(-1)[position])
             cell = items[f"cell:0:storage:{index}"]
             assert x1 == pytest.approx(cell.x + cell.w / 2) and y1 < items[f"index:0:storage:{index}"].y
-    # A grid of more than 16 elements gets none: the lines would be a tangle.
-    big = draw_layout(torch.arange(20.0).view(4, 5), names=["b"])
-    assert not [k for k in big.scene.ids() if k.startswith("connector:")]
+            # Aimed at the element: the line, extended up to the element's bottom edge, meets its middle.
+            at = x0 + (x1 - x0) * (element.y + element.h - y0) / (y1 - y0)
+            assert at == pytest.approx(element.x + element.w / 2)
+            # Never behind another cell: a line from row 0 does not pass behind row 1 or the other grid.
+            assert not [e for e in elements if _crosses(line, e)]
+
+
+def test_connectors_only_when_every_grid_on_the_line_has_at_most_six_elements(matrix):
+    # x.t() of a 3x4 matrix: 24 lines were a fan no line of which could be followed; the numbers say it already.
+    fig = draw_layout(matrix, matrix.t(), names=["x", "y = x.t()"])
+    assert not [k for k in fig.scene.ids() if k.startswith("connector:")]
+    assert fig.scene.ids()["elemtext:y = x.t():1"].text == "4"  # the grid still names the storage index
+    # A 6-element grid beside a 7-element one: none either (a line to one would cross the other's cells).
+    base = torch.arange(13.0)
+    mixed = draw_layout(base, base[:6].view(2, 3), base[6:].view(1, 7), names=["b", "p", "q"])
+    assert not [k for k in mixed.scene.ids() if k.startswith("connector:")]
+    alone = draw_layout(base, base[:6].view(2, 3), names=["b", "p"])
+    assert len([k for k in alone.scene.ids() if k.startswith("connector:")]) == 6
 
 
 def test_one_dimensional_tensors_have_no_grid_their_row_names_each_element():

@@ -791,7 +791,7 @@ SIDE_BY_SIDE = 29.0  # cells: separate storages sit side by side when together n
 TITLE_GAP = 0.35  # between the ruler (or a narrower strip) and the storage's title under it
 VALUE_STRIP_GAP = 0.15  # above a narrower strip of the same bytes as another dtype
 VALUE_STRIP_HEIGHT = 0.8
-CONNECT_MAX = 16  # grids of at most this many drawn elements get a line from each element to its storage index
+CONNECT_MAX = 6  # grids of at most this many drawn elements get a line from each element to its storage index
 CONNECT_ROOM = 1.3  # extra room between such grids and the strip, for the lines to be told apart
 GUTTER_PAD = 0.25  # between the in-place labels left of a strip and the strip
 LINE_UNITS = palette.TEXT_PT * 1.2 / (0.34 * 72)  # a second line of a label, in layout units
@@ -1086,6 +1086,27 @@ def _grid_items(
     return items, width, height, anchors
 
 
+def _leave_boxes(start: tuple, end: tuple, own: tuple, boxes: list) -> tuple:
+    """Where the segment from ``start`` (in its own grid's box ``own``) to ``end`` below leaves the last of
+    ``boxes`` (``(x, y, w, h)`` each) it passes through: below its own grid's bottom edge, past any other grid."""
+    (x0, y0), (x1, y1) = start, end
+    dx, dy = x1 - x0, y1 - y0
+    leave = max(0.0, (own[1] + own[3] - y0) / dy) if dy > 0 else 0.0  # its own grid: from the bottom edge
+    for bx, by, bw, bh in [b for b in boxes if b is not own]:
+        low, high = 0.0, 1.0  # Liang-Barsky: the part of the segment inside the box
+        for p, q in ((-dx, x0 - bx), (dx, bx + bw - x0), (-dy, y0 - by), (dy, by + bh - y0)):
+            if p == 0:
+                low, high = (low, high) if q >= 0 else (1.0, 0.0)
+            elif p < 0:
+                low = max(low, q / p)
+            else:
+                high = min(high, q / p)
+        if low < high:
+            leave = max(leave, high)
+    leave = min(leave, 1.0)
+    return x0 + leave * dx, y0 + leave * dy
+
+
 def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
     """Byte offsets under a storage strip: a comb with a short tooth per byte (so a float64 cell spans 8, a float32
     cell 4), a long tick at every cell's edge, and byte numbers where they fit."""
@@ -1149,25 +1170,30 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
             x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
             drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in)
         grid_items += drawn
-        placed.append((grids[name], anchors, line_top))
+        placed.append((grids[name], anchors, line_top, (x, line_top, grid_w, grid_h)))
         width = max(width, x + grid_w)
         x, line_h = x + grid_w + PANEL_GAP, max(line_h, grid_h)
     # Small grids on the line just above the strip get a thin line from each element to the index it reads.
-    last_line = [(grid, anchors) for grid, anchors, at in placed if at == line_top]
-    # Only when every grid of that line is small: a line to one grid's cells would cross a big grid's elements.
-    connected = last_line if all(len(anchors) <= CONNECT_MAX for _, anchors in last_line) else []
+    last_line = [(grid, anchors, box) for grid, anchors, at, box in placed if at == line_top]
+    # Only when every grid of that line is small: past a few elements the lines are a tangle, and the grid's
+    # numbers already name the storage index each element reads.
+    connected = last_line if all(len(anchors) <= CONNECT_MAX for _, anchors, _ in last_line) else []
     band = line_top + line_h + GRID_GAP if placed else 0.0
     top = band + (CONNECT_ROOM if connected else 0.0) + index_h  # the storage strip's, under its indices
     index_top = top - index_h + INDEX_GAP / 2
-    for grid, anchors in connected:
+    boxes = [box for _, _, box in connected]
+    for grid, anchors, box in connected:
         itemsize = rows[grid.row].layout.itemsize
         for element, ex, ey in anchors:
             cx = None if element.past_end else x_at(element.storage_index * itemsize)
             if cx is None:  # past the end or elided: no index to point at
                 continue
             cx += itemsize / strip.unit_bytes / 2
+            # Aimed from the element, drawn only from where it leaves every grid: never behind a cell of a lower
+            # row or of a neighbouring grid, where it could not be followed.
+            sx, sy = _leave_boxes((ex, ey), (cx, index_top), box, boxes)
             ident = f"connector:{grid.row}:{element.position}"
-            heads.append(Line(((_px(ex), _py(ey)), (_px(cx), _py(index_top))), "connector", ident))
+            heads.append(Line(((_px(sx), _py(sy)), (_px(cx), _py(index_top))), "connector", ident))
     gutter = [
         ("index", top - LABEL_LIFT - (index_h - INDEX_GAP) / 2),
         ("storage", top + CELL_HEIGHT / 2),
@@ -1319,7 +1345,7 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     Each number has one meaning: a grid's numbers are storage indices, the strip's are values, a row's name
     elements. Each tensor of 2 or more dims is drawn as a grid of its shape (blocks by its leading dims above
     2-D, big grids cut with "…"), element ``t[i, j]`` in its tensor's colour with the storage index it reads
-    written in it; grids of at most 16 elements get a thin line from each element to that index. 1-D and 0-d
+    written in it; grids of at most 6 elements get a thin line from each element to that index. 1-D and 0-d
     tensors get no grid (their row says the same). Short labels stand left of the strip ("index", "storage",
     "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge). Each row
     highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``, left out when a
