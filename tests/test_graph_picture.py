@@ -37,7 +37,7 @@ from tutorial_lib.pictures.graph_picture import (  # noqa: E402
 )
 from tutorial_lib.pictures.graph_placement import PAD_X  # noqa: E402
 from tutorial_lib.pictures.palette import MIN_TEXT_PT, STALE, tensor_colour  # noqa: E402
-from tutorial_lib.pictures.scene import Polygon, Rect, Text, size_of, visible  # noqa: E402
+from tutorial_lib.pictures.scene import Arrow, Line, Polygon, Rect, Text, size_of, visible  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
 # helpers
@@ -723,8 +723,11 @@ def test_detach_is_drawn_as_a_cut_a_grey_box_and_a_broken_edge_where_the_gradien
     assert scene.styles["graph-boxes-cut"].dash and ids[ghost].y > top  # a dashed grey box with x's name in it
     item = ghost.removeprefix("1/label:")
     assert texts[f"1/cut-label:{item}"] == "✂ detach(): no gradient"
-    line, arrow = ids[f"1/cut-edge:{item}"], ids[f"1/cut-arrow:{item}"]
-    assert line.points[-1] != arrow.points[0] and arrow.points[-1][1] <= top + 1  # broken, and it ends at x's box
+    line, end = ids[f"1/cut-edge:{item}"], ids[f"1/cut-end:{item}"]
+    assert line.points[-1] != end.points[0] and end.points[-1][1] <= top + 1  # broken, and it ends at x's box
+    # no arrowhead into x: an arrow means gradient flow, and the cut says none flows
+    assert type(line) is Line and type(end) is Line and end.style == "graph-cut-edge"
+    assert not [a for a in scene.items if isinstance(a, Arrow) and a.style == "graph-cut-edge"]
     assert "detached, so no gradient flows back to it: x saved by MulBackward0" in scene.title
     assert "dashed grey: cut off, no gradient flows" in texts["1/legend"]
     # a named tensor whose node is drawn elsewhere: the cut edge goes to it

@@ -521,3 +521,26 @@ def test_names_rebound_since_are_greyed_on_the_nodes_they_named():
     assert texts["label:0"] == "y" and f"former-name:{newest}" not in texts  # y is the output: its node is the newest
     assert [texts[f"former-name:{node_id}"] for node_id in older] == ["(was y)", "(was y)"]
     assert scene.styles["graph-former-name"].color != scene.styles["graph-name"].color  # greyed
+
+
+def test_an_inplace_write_does_not_mark_the_old_node_as_was_b_b_is_still_the_same_object():
+    stepper = GraphStepper(
+        [
+            ("a leaf", "a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)"),
+            ("exp", "b = a.exp()"),
+            ("in place", "b.mul_(2)"),
+            ("a loss", "loss = b.sum()"),
+        ]
+    )
+    for position in (3, 4):
+        stepper.goto(position)
+        texts = dict(stepper.scene.texts())
+        (exp,) = [n.id for n in stepper.graph.nodes if n.name == "ExpBackward0"]
+        assert f"former-name:{exp}" not in texts  # b was never rebound: only its grad_fn changed
+        assert not [t for i, t in texts.items() if i.startswith("former-name:")]
+    stepper = GraphStepper(
+        [("a leaf", "a = torch.tensor([0.5], requires_grad=True)"), ("b", "b = a.exp()"), ("again", "b = b * 2")]
+    )
+    stepper.goto(3)
+    (exp,) = [n.id for n in stepper.graph.nodes if n.name == "ExpBackward0"]
+    assert dict(stepper.scene.texts())[f"former-name:{exp}"] == "(was b)"  # rebound to another object: greyed

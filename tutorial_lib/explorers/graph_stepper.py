@@ -22,6 +22,7 @@ import contextlib
 import html
 import io
 import warnings
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -298,6 +299,7 @@ class GraphStepper(Explorer):
         self.numbers: dict[int, int] = {}  # the graph's node id -> its number, in the order the nodes were made
         self._next_number = 1
         self._ever_bound: dict[int, list[str]] = {}  # a node's number -> every name bound to what it made so far
+        self._bound_to: dict[tuple[int, str], weakref.ref] = {}  # (number, name) -> the object the name held then
         self.rebound: dict[int, list[str]] = {}
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed)
@@ -352,7 +354,10 @@ class GraphStepper(Explorer):
 
     def _note_rebound(self, name) -> None:
         """Remember the names bound to each node's tensor (the followed one: its output's node), and find those bound
-        once and rebound since (``y`` on the older ``MulBackward0`` after ``y = y * 2``)."""
+        once and rebound since (``y`` on the older ``MulBackward0`` after ``y = y * 2``).
+
+        A name that still holds the same object is not rebound: after ``b.mul_(2)`` ``b`` is the same tensor with a
+        new ``grad_fn``, so ``ExpBackward0`` gets no "(was b)" (chapter 2: an in-place write keeps the object)."""
         self.rebound = {}
         if self.graph is None:
             return
@@ -365,10 +370,22 @@ class GraphStepper(Explorer):
             if number is not None:
                 ever = self._ever_bound.setdefault(number, [])
                 ever.extend(n for n in names if n not in ever)
+                for n in names:
+                    if (number, n) not in self._bound_to and isinstance(self.namespace.get(n), torch.Tensor):
+                        self._bound_to[number, n] = weakref.ref(self.namespace[n])
         for node_id, number in self.numbers.items():
-            gone = [n for n in self._ever_bound.get(number, ()) if n not in now.get(node_id, ())]
+            gone = [
+                n
+                for n in self._ever_bound.get(number, ())
+                if n not in now.get(node_id, ()) and not self._still_holds(number, n)
+            ]
             if gone:
                 self.rebound[node_id] = gone
+
+    def _still_holds(self, number: int, name: str) -> bool:
+        """Whether ``name`` still holds the object it held when it was first seen on node ``number``."""
+        held = self._bound_to.get((number, name))
+        return held is not None and held() is not None and held() is self.namespace.get(name)
 
     def _moved(self) -> None:
         """After running or rerunning: show the new state."""

@@ -473,7 +473,10 @@ def _edit_items(chip: _Chip, rect: Rect, target, right: float) -> list:
 
 
 def _cut_edge_items(points, item: int) -> list:
-    """A cut edge: dashed grey, broken in the middle of its first segment, labelled there ``detach(): no gradient``."""
+    """A cut edge: dashed grey, broken in the middle of its first segment, labelled there ``detach(): no gradient``.
+
+    It has no arrowhead: in these pictures an arrow means gradient flow, and none flows along a cut.
+    """
     (ax, ay), (bx, by) = points[0], points[1]
     gap = min(8.0, abs(by - ay) / 3)
     mid = ((ax + bx) / 2, (ay + by) / 2)
@@ -482,7 +485,7 @@ def _cut_edge_items(points, item: int) -> list:
     after = (mid[0] + (bx - ax) * t, mid[1] + (by - ay) * t)
     return [
         Line((points[0], before), "graph-cut-edge", f"cut-edge:{item}"),
-        Arrow((after, *points[1:]), "graph-cut-edge", f"cut-arrow:{item}"),
+        Line((after, *points[1:]), "graph-cut-edge", f"cut-end:{item}"),
         Text(mid[0] + 5, mid[1], "✂ detach(): no gradient", "graph-cut-label", f"cut-label:{item}", baseline="middle"),
     ]
 
