@@ -9,11 +9,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import colours  # noqa: E402
 import pytest  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.pictures.allocator_picture import allocator_scene  # noqa: E402
-from tutorial_lib.pictures.scene import Rect, Text  # noqa: E402
+from tutorial_lib.pictures.scene import Line, Rect, Text, text_width  # noqa: E402
 
 SNAPSHOTS = json.loads((Path(__file__).parents[1] / "notebooks/data/h100_allocator_snapshots.json").read_text())
 H100 = "recorded on an NVIDIA H100"
@@ -142,3 +143,57 @@ def test_a_live_snapshot_draws_what_the_allocator_counts():
         assert bar.w > 0
     assert allocated == torch.cuda.memory_allocated() and reserved == torch.cuda.memory_reserved()
     del x, y
+
+
+def _crosses(line, box) -> bool:
+    """Whether the straight segment ``line`` (two points) passes through the rectangle ``box`` (x, y, w, h)."""
+    (x0, y0), (x1, y1) = line
+    left, top, right, bottom = box
+    steps = 200
+    for k in range(steps + 1):
+        x, y = x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps
+        if left <= x <= right and top <= y <= bottom:
+            return True
+    return False
+
+
+def test_no_connector_strikes_the_insets_label():
+    # Review 22: the inset's title sat on the dashed connector running from the bar down to the inset.
+    scene = allocator_scene(SNAPSHOTS["one_tensor"], source=H100)
+    ids = scene.ids()
+    connectors = [item for item in scene.items if isinstance(item, Line) and "-connector-" in item.id]
+    labels = [item for item in scene.items if isinstance(item, Text) and item.id.startswith("alloc-seg0-block0-inset-")]
+    assert len(connectors) == 2 and "alloc-seg0-block0-inset-label" in ids
+    for label in labels:
+        width = text_width(label.text, "sans", scene.styles[label.style].size)
+        left = {"start": label.x, "middle": label.x - width / 2, "end": label.x - width}[label.anchor]
+        size = scene.styles[label.style].size
+        top = {"bottom": label.y - size, "middle": label.y - size / 2, "top": label.y}[label.baseline]
+        for connector in connectors:
+            assert not _crosses(connector.points, (left, top, left + width, top + size)), (label.id, connector.id)
+    texts = dict(scene.texts())
+    assert "magnified ×" in texts["alloc-seg0-block0-inset-label"] + texts.get("alloc-seg0-block0-inset-zoom", "")
+
+
+def test_the_tensor_fill_is_no_verdicts_colour():
+    # Review 22: the tensor fill #4477aa read as the VIEW badge's blue.
+    fill = allocator_scene(SNAPSHOTS["one_tensor"], source=H100).styles["tensor"].fill
+    assert not colours.near_a_verdict(fill), (fill, colours.near_a_verdict(fill))
+
+
+def test_each_pool_says_its_own_byte_scale_in_bold():
+    # Review 22: 2 MiB small-pool segments are as long as 32 MiB large-pool ones; only a small grey note said so.
+    scene = allocator_scene(SNAPSHOTS["mlp"]["step_2"], source=H100)
+    texts = dict(scene.texts())
+    scales = {pool: texts[f"alloc-{pool}-scale"] for pool in ("small", "large") if f"alloc-{pool}-scale" in texts}
+    assert set(scales) == {"small", "large"}, scales
+    assert all(text.startswith("scale: full width = ") for text in scales.values()), scales
+    assert scales["small"] != scales["large"]
+    styles = {scene.styles[scene.ids()[f"alloc-{pool}-scale"].style] for pool in scales}
+    assert all(style.weight == "bold" and style.size >= 9 for style in styles)
+    assert scene.width * 100 / 72 < 1000
+    one = allocator_scene(SNAPSHOTS["one_tensor"], source=H100)  # the longest scale text fits in the picture
+    label = one.ids()["alloc-large-scale"]
+    style = one.styles[label.style]
+    assert label.x + text_width(label.text, "sans", style.size, style.weight) <= one.width
+    assert one.width * 100 / 72 < 1000

@@ -7,6 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -156,3 +157,27 @@ def test_a_real_gpu_move_lands_in_the_gpus_column_and_comes_back_as_a_new_storag
     assert column_of(scene, "back") == column_of(scene, "floats") == "this process's memory"
     assert "box:back" in scene.ids() and "box:floats" in scene.ids()  # .cpu() made a storage of its own
     assert dict(scene.texts())["text:on_gpu:1"] == "storage: 8 B"
+
+
+def test_mmap_is_a_dashed_arrow_that_says_it_maps_and_torch_load_a_solid_copy(tmp_path):
+    # Review 22: torch.load(path) and torch.load(path, mmap=True) got the same arrow, so the mapped weight looked
+    # like a copy. Which storage is the file's own pages is read from the operating system (/proc/self/maps).
+    path = tmp_path / "linear.pt"
+    torch.save({"weight": torch.arange(1024.0)}, path)
+    read, mapped = torch.load(path), torch.load(path, mmap=True)
+    tensors = {"read": read["weight"], "mapped": mapped["weight"]}
+    places = {place.names[0]: place for place in tl.storage_places(tensors)}
+    if places["mapped"].mapped_file is None:
+        pytest.skip("no /proc/self/maps here: a mapped file cannot be told from own memory")
+    fig = tl.draw_places(
+        tensors,
+        files={"linear.pt": path},
+        moves=[("linear.pt", "read", "torch.load(path)"), ("linear.pt", "mapped", "mmap=True")],
+    )
+    scene, texts = fig.scene, dict(fig.scene.texts())
+    copy, mapping = (scene.styles[scene.ids()[f"move:{k}"].style] for k in (0, 1))
+    assert copy.dash is None and mapping.dash is not None  # solid copy, dashed map
+    assert texts["movetext:0"] == "torch.load(path)"
+    assert "maps, no copy" in texts["movetext:1"] and "maps" not in texts["movetext:0"]
+    plt.close(fig)
+    del read, mapped, tensors

@@ -232,7 +232,9 @@ def test_phases_are_shaded_named_and_aligned_across_runs():
     ]
     for phase in ("forward", "backward", "Adam.step"):
         first, second = shades[0][phase], shades[1][phase]
-        assert (first.x, first.w, first.style) == (second.x, second.w, second.style)  # aligned, one shade each
+        assert (first.x, first.style) == (second.x, second.style)  # aligned, one shade each
+        if phase != "Adam.step":  # each run's last phase ends at its own last op
+            assert first.w == second.w
     assert "phases forward" in scene.title and "Adam.step" in scene.title
     kinds = {texts[i] for i in texts if i.startswith("legend-")}
     assert {"activation", "gradient", "optimizer state", "phase (named above it)"} <= kinds
@@ -346,8 +348,20 @@ def test_summary_says_op_in_the_singular_for_one_op():
     del y
     assert memory_timeline_summary([one], ["neg"]) == (
         "neg: 1 op, peak 4,000 B (3.91 KiB), leaves 4,000 B (3.91 KiB) allocated, "
-        "largest band 4,000 B (3.91 KiB) (kind unknown, made by neg)"
+        "largest band 4,000 B (3.91 KiB) (result (still referenced), made by neg)"
     )
+
+
+def test_the_summary_names_a_kind_in_the_pictures_words():
+    x = torch.ones(1000)
+    with tl.measure_memory() as made:
+        y = x.clone()
+    fig = draw_memory_timeline(made, compact=False)
+    legend = dict(fig.scene.texts())["legend-unknown"]
+    assert legend == "result (still referenced)"
+    assert f"({legend}, made by clone)" in fig.summary and "kind unknown" not in fig.summary
+    plt.close(fig)
+    del y
 
 
 def test_timeline_draws_on_a_given_axes():
@@ -566,3 +580,33 @@ def test_the_legend_names_only_what_is_at_least_a_point_tall():
     compact = [t for i, t in memory_scene(mem).texts() if i.startswith("legend-")]
     assert "temporary" in compact and "result (still referenced)" not in compact
     del total
+
+
+def test_a_shorter_run_ends_its_bands_and_phases_at_its_own_last_op():
+    """Two runs on one axis: the run with fewer ops draws nothing between its last op and the end column."""
+    x = torch.randn(64, 64)
+    with tl.measure_memory() as short:
+        with torch.autograd.profiler.record_function("work"):
+            kept = x * 2
+            kept = kept + 1
+    with tl.measure_memory() as long:
+        with torch.autograd.profiler.record_function("work"):
+            kept_too = x * 2
+            for _ in range(8):
+                kept_too = kept_too + 1
+    del kept, kept_too
+    assert len(short.timeline) < len(long.timeline)
+    scene = memory_scene([short, long], labels=["short", "long"], compact=False)
+    ids = scene.ids()
+    last = ids[f"run0-op-{len(short.timeline) - 1}"]
+    last_right, end_left = last.x + last.w, ids["run0-end"].x
+    assert end_left - last_right > 20  # the short run's ops stop well before the shared end column
+    for item in scene.items:
+        if isinstance(item, Polygon) and item.id.startswith("run0-band-"):
+            xs = [x for x, _ in item.points]
+            assert max(xs) <= last_right + 1e-6 or min(xs) >= end_left - 1e-6, item.id  # none spans the gap
+    phases = [item for item in scene.items if isinstance(item, Rect) and re.fullmatch(r"run0-phase-\d+", item.id)]
+    assert phases and max(item.x + item.w for item in phases) <= last_right + 1e-6
+    long_phases = [item for item in scene.items if isinstance(item, Rect) and re.fullmatch(r"run1-phase-\d+", item.id)]
+    assert max(item.x + item.w for item in long_phases) > last_right + 20  # the longer run's shading goes on
+    assert "run0-band-0-1" in ids  # the end column still draws what the short run left, on its own

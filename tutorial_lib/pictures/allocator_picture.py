@@ -23,7 +23,8 @@ NOTE_WIDTH = 150.0  # the note column: at most this wide (the picture stays unde
 ROW, GAP = 26.0, 8.0
 FONT, SMALL = 9.0, 8.0
 MAX_SEGMENTS = 40  # more segments than this: the largest ones drawn, the rest counted
-TENSOR = "#4477aa"  # the tensors' bytes: the one strong fill of the picture
+# the tensors' bytes: the one strong fill of the picture, a dark plum (not blue: the VIEW badge is blue)
+TENSOR = "#663366"
 
 STYLES = {
     "segment": Style(fill=PAPER, edge=INK, width=1.2, zorder=1),
@@ -36,6 +37,7 @@ STYLES = {
     "title": Style(size=FONT + 1, weight="bold", zorder=5),
     "label": Style(size=FONT, zorder=5),
     "note": Style(size=SMALL, color="#333333", zorder=5),
+    "scale": Style(size=FONT, weight="bold", color=INK, zorder=5),  # each pool's own byte scale, unmissable
     "legend": Style(size=SMALL, zorder=5),
 }
 
@@ -167,8 +169,8 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
             Text(
                 BAR_LEFT + BAR_WIDTH + 6,
                 y + 8,
-                f"full width: {_short(widest)}",
-                "note",
+                f"scale: full width = {_short(widest)}",
+                "scale",
                 id=f"alloc-{pool}-scale",
                 baseline="middle",
             )
@@ -229,14 +231,15 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
             )
         )
         y += 16
-    notes = [item for item in items if isinstance(item, Text) and item.style == "note"]
+    notes = [item for item in items if isinstance(item, Text) and item.style in ("note", "scale")]
     right = max([BAR_LEFT + BAR_WIDTH + 6 + NOTE_WIDTH * 0] + [_right(item) for item in notes])
     width = max(right, x) + RIGHT
     return Scene(width, y + 4, tuple(items), STYLES, snapshot_summary(segments, source))
 
 
 def _right(item: Text) -> float:
-    width = text_width(item.text, "sans", SMALL)
+    style = STYLES[item.style]
+    width = text_width(item.text, "sans", style.size, style.weight)
     return item.x + (width if item.anchor == "start" else width / 2 if item.anchor == "middle" else 0)
 
 
@@ -259,8 +262,12 @@ def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
         Rect(inset_left + tensor_width, top + 4, rounding * zoom, ROW - 16, "rounding", id=f"{ident}-rounding")
     )
     items.append(Rect(inset_left, top, inset_width, ROW - 8, "inset", id=ident))
-    label = f"the block's last {_short(window)}, magnified ×{zoom / scale:,.0f}"
-    items.append(Text(inset_left, top - 3, label, "note", id=f"{ident}-label", baseline="bottom"))
+    # named left of the inset, below the connectors (they end at its top corners): no line strikes the label
+    label_x, middle = inset_left - 6, top + (ROW - 8) / 2
+    label = f"the block's last {_short(window)},"
+    items.append(Text(label_x, middle - 5, label, "note", id=f"{ident}-label", anchor="end", baseline="middle"))
+    zoom_text = f"magnified ×{zoom / scale:,.0f}"
+    items.append(Text(label_x, middle + 5, zoom_text, "note", id=f"{ident}-zoom", anchor="end", baseline="middle"))
     items.append(
         Text(
             inset_left + tensor_width / 2,

@@ -32,6 +32,7 @@ STYLES = {
     "note": Style(family=SANS, size=NOTE_PT, color=MUTED, zorder=5),
     "absent": Style(family=SANS, size=NOTE_PT, color=MUTED, zorder=5),
     "move": Style(edge=INK, width=1.0, zorder=3),
+    "map": Style(edge=INK, width=1.0, dash=(4, 3), zorder=3),  # a file mapped, not copied: dashed, and said
     "move-text": Style(family=MONO, size=NOTE_PT, color=INK, halo=True, zorder=6),
 }
 
@@ -104,8 +105,11 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     ``move:<k>`` and ``movetext:<k>`` for the arrows.
     """
     boxes: list[_Box] = []
+    mapped = set()  # boxes of storages that are a file's own pages (torch.load(..., mmap=True))
     for place in places:
         boxes.append(_Box(place.names[0], place.place, _storage_lines(place, False), "storage"))
+        if place.mapped_file:
+            mapped.add(boxes[-1])
     for place in before:
         boxes.append(_Box(f"before:{place.names[0]}", place.place, _storage_lines(place, True), "before"))
     for label, name in (elsewhere or {}).items():
@@ -114,6 +118,7 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         lines = [(file.name, "name"), (f"file: {_short(file.nbytes)}", "note")]
         lines += [(f"record data/{key}: {_short(size)}", "note") for key, size in file.records]
         boxes.append(_Box(file.name, ON_DISK, lines, "file"))
+    files_by_name = {file.name for file in files}
     columns = sorted({box.column for box in boxes} | set(absent or {}), key=_order)
     keys = {box.key: box for box in boxes}
     for name in {n for place in (*places, *before) for n in place.names[1:]}:
@@ -122,7 +127,10 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         for end in (source, target):
             if end not in keys:
                 raise ValueError(f"moves[{k}] names {end!r}, which is none of the boxes here: {sorted(keys)}")
-    gap = max([MIN_GAP] + [text_width(how, MONO, NOTE_PT) + 16 for _, _, how in moves])
+    # a move from a file to a storage that is the file's pages maps it: a dashed arrow whose words say so
+    maps = [source in files_by_name and keys[target] in mapped for source, target, _ in moves]
+    words = [f"{how} (maps, no copy)" if m else how for (_, _, how), m in zip(moves, maps)]
+    gap = max([MIN_GAP] + [text_width(how, MONO, NOTE_PT) + 16 for how in words])
     items, x, bottom = [], PAD, 0.0
     lefts = {}
     for column in columns:
@@ -152,7 +160,8 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         for k, (text, style) in enumerate(box.lines):
             items.append(Text(box.x + BOX_PAD, line_y, text, style, f"text:{box.key}:{k}"))
             line_y += _size(style) * 1.3
-    for k, (source, target, how) in enumerate(moves):
+    for k, ((source, target, _), how, is_map) in enumerate(zip(moves, words, maps)):
+        arrow = "map" if is_map else "move"
         a, b = keys[source], keys[target]
         top, low = max(a.y, b.y), min(a.y + a.h, b.y + b.h)
         ya, yb = ((top + low) / 2,) * 2 if top < low else (a.y + a.h / 2, b.y + b.h / 2)  # level where they face
@@ -168,11 +177,11 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
                 (out, b.y + b.h / 2),
                 (b.x + b.w, b.y + b.h / 2),
             )
-            items.append(Arrow(points, "move", f"move:{k}"))
+            items.append(Arrow(points, arrow, f"move:{k}"))
             middle = (out + 4, (a.y + a.h / 2 + b.y + b.h / 2) / 2)
             items.append(Text(*middle, how, "move-text", f"movetext:{k}", "start", "middle"))
             continue
-        items.append(Arrow((start, end), "move", f"move:{k}"))
+        items.append(Arrow((start, end), arrow, f"move:{k}"))
         middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 - 2)
         items.append(Text(*middle, how, "move-text", f"movetext:{k}", "middle", "bottom"))
     title = places_summary(places, before, files, moves, elsewhere, absent)
@@ -190,7 +199,9 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
         before: ``tl.storage_places(...)`` taken earlier, drawn dashed as "(before)": where a storage was.
         files: ``{name: path, bytes or io.BytesIO}`` that ``torch.save`` wrote: their size and storage records.
         moves: ``(from, to, how)`` arrows between boxes, named by a tensor's name, ``"before:<name>"``, a file's or
-            a process's name; ``how`` is the code that did it.
+            a process's name; ``how`` is the code that did it. A move from a file to a storage that is that
+            file's own pages (``torch.load(..., mmap=True)``, read from ``/proc/self/maps``) is drawn dashed and
+            its words end in "(maps, no copy)"; every other arrow is solid.
         elsewhere: ``{label: name}``: another process whose tensor maps ``name``'s storage (it must be in shared
             memory); the label says what that process saw.
         absent: ``{place: reason}``: a place drawn empty with its reason (``{"cuda": "not run here: no GPU"}``).

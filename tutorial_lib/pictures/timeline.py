@@ -153,7 +153,7 @@ def memory_timeline_summary(reports, labels=None) -> str:
         drawn = _drawn(report)
         if drawn:
             largest = max(drawn, key=lambda a: a.nbytes)
-            kind = "kind unknown" if largest.kind == "unknown" else largest.kind
+            kind = SHOWN_NAMES.get(largest.kind, largest.kind)  # the legend's words for the kind
             text += f", largest band {format_bytes(largest.nbytes)} ({kind}, made by {op_name(largest.allocated_by)})"
         parts.append(text)
     return "; ".join(parts)
@@ -253,7 +253,7 @@ def _slots(reports) -> tuple[list[list[int]], int, list[list[tuple[str, int, int
     slot, slots, shade: 0 or 1, alternating over the named phases of all runs, so one phase has one shade).
 
     Runs are aligned phase by phase: the phases of all runs are merged in order, and each phase gets as many
-    slots as its longest run has ops.
+    slots as its longest run has ops; a run's last phase is shaded over its own ops only.
     """
     merged: list[_Phase] = []  # every run's phases in order
     placed = []  # each run's phases: (the merged phase, the run's ops in it)
@@ -280,14 +280,28 @@ def _slots(reports) -> tuple[list[list[int]], int, list[list[tuple[str, int, int
         total += phase.slots
     named = [phase for phase in merged if phase.name is not None]
     slots = [[phase.first + j for phase, count in run for j in range(count)] for run in placed]
-    spans = [[(p.name, p.first, p.slots, named.index(p) % 2) for p, _ in run if p.name] for run in placed]
+    # a phase spans the slots of all runs' ops in it, but a run's last phase ends at its own last op
+    spans = [
+        [
+            (p.name, p.first, count if k == len(run) - 1 else p.slots, named.index(p) % 2)
+            for k, (p, count) in enumerate(run)
+            if p.name
+        ]
+        for run in placed
+    ]
     return slots, total, spans
 
 
-def _band_points(heights: list, bottoms: list, x_of, scale) -> list[list[tuple]]:
-    """The outline of each stretch of columns where ``heights`` is not zero (a band can stop and start again)."""
+def _band_points(heights: list, bottoms: list, x_of, scale, apart=None) -> list[list[tuple]]:
+    """The outline of each stretch of columns where ``heights`` is not zero (a band can stop and start again);
+    the column ``apart`` (a run's end column, when its ops stop before the shared axis does) starts a stretch of
+    its own, so no band runs on over ops the run never had."""
+
+    def stretch_of(column: int) -> tuple[bool, bool]:
+        return heights[column] != 0, apart is not None and column >= apart
+
     outlines = []
-    for holds, stretch in itertools.groupby(range(len(heights)), key=lambda column: heights[column] != 0):
+    for (holds, _), stretch in itertools.groupby(range(len(heights)), key=stretch_of):
         if not holds:
             continue
         stretch = list(stretch)
@@ -368,6 +382,11 @@ class _Panel:
         return self.end_left - MARKER_GAP
 
     @property
+    def last_right(self) -> float:
+        """The right edge of the run's last op (the frame's left when it has none)."""
+        return PLOT_LEFT + (self.columns[-1] + 1) * self.column_width if self.columns else PLOT_LEFT
+
+    @property
     def frame_bottom(self) -> float:
         return self.plot_top + PLOT_HEIGHT
 
@@ -429,6 +448,7 @@ def _draw_frame(panel: _Panel, items: list) -> None:
 def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers: dict) -> None:
     """The bands stacked above zero, those from before the block below it, or a note when there are none."""
     columns = len(panel.columns) + 1
+    apart = None if panel.last_right > panel.frame_right - 0.01 else columns - 1  # ops stop short: end apart
     for name, drawn in zip(("band", "before"), bands):
         bottoms = [0] * columns
         for number, band in enumerate(drawn):
@@ -436,7 +456,7 @@ def _draw_bands(panel: _Panel, report: MemoryReport, bands, items: list, hovers:
             if band.layer == HELD_BEFORE and panel.low > 0:  # the axis is broken: the band starts at its bottom
                 bottoms = [panel.low] * columns
                 heights = [max(0, height - panel.low) for height in heights]
-            for k, outline in enumerate(_band_points(heights, bottoms, panel.x_of, panel.scale)):
+            for k, outline in enumerate(_band_points(heights, bottoms, panel.x_of, panel.scale, apart)):
                 ident = f"{panel.prefix}-{name}-{number}-{k}"
                 items.append(Polygon(tuple(outline), f"band-{band.layer}", id=ident))
                 hovers[ident] = band.label
