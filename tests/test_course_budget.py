@@ -129,3 +129,19 @@ def test_readme_start_here_table_quotes_each_chapters_stated_time():
     measured = sum(stats.notebook_stats(path).minutes for path in CORE)
     assert f"Measured now: {round(measured)} minutes, {measured / 60:.1f} hours." in start
     assert f"The {len(DEEP_DIVES)} deep dives" in start
+
+
+#: The widest picture JupyterLab shows at its own size in the browser test's 1,280-px window (a 1,028-px timeline is
+#: shown 1:1, a 1,129-px layout was shrunk to about 94 %, taking its 7-pt text under the floor).
+NOTEBOOK_WIDTH_PX = 1040
+
+
+def test_every_stored_picture_fits_the_notebook_so_its_text_is_not_shrunk():
+    too_wide = []
+    for path in CORE + DEEP_DIVES:
+        for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for output in cell.get("outputs", []):
+                size = output.get("metadata", {}).get("image/png", {})
+                if size.get("width", 0) > NOTEBOOK_WIDTH_PX:
+                    too_wide.append(f"{path.name} cell {number}: {size['width']} px")
+    assert not too_wide, too_wide
