@@ -80,11 +80,12 @@ def test_the_mlps_segments_and_blocks_are_the_snapshots_bytes(step):
     assert scene.width * 100 / 72 < 1000
 
 
-def test_a_free_block_is_dashed_and_named_in_the_legend_in_words():
+def test_every_fill_is_named_in_the_legend_in_words_a_free_block_dashed():
     scene = allocator_scene(SNAPSHOTS["mlp"]["step_2"], source=H100)
     legend = {i: t for i, t in scene.texts() if i.startswith("alloc-legend-")}
     assert legend == {
         "alloc-legend-segment": "segment (reserved)",
+        "alloc-legend-block-active": "block in use (allocated)",
         "alloc-legend-tensor": "tensor's bytes",
         "alloc-legend-rounding": "rounding (block beyond the tensor)",
         "alloc-legend-block-free": "free block (cached)",

@@ -143,6 +143,7 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
     x = LEFT
     for style, name in (
         ("segment", "segment (reserved)"),
+        ("block-active", "block in use (allocated)"),
         ("tensor", "tensor's bytes"),
         ("rounding", "rounding (block beyond the tensor)"),
         ("block-free", "free block (cached)"),
