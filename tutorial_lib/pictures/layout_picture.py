@@ -1086,25 +1086,20 @@ def _grid_items(
     return items, width, height, anchors
 
 
-def _leave_boxes(start: tuple, end: tuple, own: tuple, boxes: list) -> tuple:
-    """Where the segment from ``start`` (in its own grid's box ``own``) to ``end`` below leaves the last of
-    ``boxes`` (``(x, y, w, h)`` each) it passes through: below its own grid's bottom edge, past any other grid."""
+def _passes_through(start: tuple, end: tuple, box: tuple) -> bool:
+    """Whether the segment from ``start`` to ``end`` passes through the inside of ``box`` (``(x, y, w, h)``)."""
     (x0, y0), (x1, y1) = start, end
     dx, dy = x1 - x0, y1 - y0
-    leave = max(0.0, (own[1] + own[3] - y0) / dy) if dy > 0 else 0.0  # its own grid: from the bottom edge
-    for bx, by, bw, bh in [b for b in boxes if b is not own]:
-        low, high = 0.0, 1.0  # Liang-Barsky: the part of the segment inside the box
-        for p, q in ((-dx, x0 - bx), (dx, bx + bw - x0), (-dy, y0 - by), (dy, by + bh - y0)):
-            if p == 0:
-                low, high = (low, high) if q >= 0 else (1.0, 0.0)
-            elif p < 0:
-                low = max(low, q / p)
-            else:
-                high = min(high, q / p)
-        if low < high:
-            leave = max(leave, high)
-    leave = min(leave, 1.0)
-    return x0 + leave * dx, y0 + leave * dy
+    (bx, by, bw, bh), low, high = box, 0.0, 1.0  # Liang-Barsky: the part of the segment inside the box
+    for p, q in ((-dx, x0 - bx), (dx, bx + bw - x0), (-dy, y0 - by), (dy, by + bh - y0)):
+        if p == 0:
+            if q <= 0:
+                return False
+        elif p < 0:
+            low = max(low, q / p)
+        else:
+            high = min(high, q / p)
+    return high - low > 1e-9
 
 
 def _ruler_items(strip: PictureStrip, x_at, y: float) -> list:
@@ -1177,11 +1172,20 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
     last_line = [(grid, anchors, box) for grid, anchors, at, box in placed if at == line_top]
     # Only when every grid of that line is small: past a few elements the lines are a tangle, and the grid's
     # numbers already name the storage index each element reads.
-    connected = last_line if all(len(anchors) <= CONNECT_MAX for _, anchors, _ in last_line) else []
+    # Only from a grid of one row of elements, so that each line starts at its element's bottom edge with no
+    # cell under it (a line from an upper row would pass behind the rows below it, or start beside its grid).
+    connected = (
+        last_line
+        if all(
+            len(anchors) <= CONNECT_MAX and len({round(ey, 6) for _, _, ey in anchors}) <= 1
+            for _, anchors, _ in last_line
+        )
+        else []
+    )
     band = line_top + line_h + GRID_GAP if placed else 0.0
     top = band + (CONNECT_ROOM if connected else 0.0) + index_h  # the storage strip's, under its indices
     index_top = top - index_h + INDEX_GAP / 2
-    boxes = [box for _, _, box in connected]
+    boxes, links = [box for _, _, box in connected], []
     for grid, anchors, box in connected:
         itemsize = rows[grid.row].layout.itemsize
         for element, ex, ey in anchors:
@@ -1189,11 +1193,14 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
             if cx is None:  # past the end or elided: no index to point at
                 continue
             cx += itemsize / strip.unit_bytes / 2
-            # Aimed from the element, drawn only from where it leaves every grid: never behind a cell of a lower
-            # row or of a neighbouring grid, where it could not be followed.
-            sx, sy = _leave_boxes((ex, ey), (cx, index_top), box, boxes)
             ident = f"connector:{grid.row}:{element.position}"
-            heads.append(Line(((_px(sx), _py(sy)), (_px(cx), _py(index_top))), "connector", ident))
+            links.append(((ex, ey), (cx, index_top), box, ident))
+    # A line that would pass behind a neighbouring grid could not be followed: then no grid on the line gets any.
+    if not any(_passes_through(a, b, other) for a, b, own, _ in links for other in boxes if other is not own):
+        heads.extend(Line(((_px(a[0]), _py(a[1])), (_px(b[0]), _py(b[1]))), "connector", i) for a, b, _, i in links)
+    elif connected:  # no lines after all: no room kept for them
+        top = band + index_h
+        index_top = top - index_h + INDEX_GAP / 2
     gutter = [
         ("index", top - LABEL_LIFT - (index_h - INDEX_GAP) / 2),
         ("storage", top + CELL_HEIGHT / 2),
@@ -1345,7 +1352,7 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     Each number has one meaning: a grid's numbers are storage indices, the strip's are values, a row's name
     elements. Each tensor of 2 or more dims is drawn as a grid of its shape (blocks by its leading dims above
     2-D, big grids cut with "…"), element ``t[i, j]`` in its tensor's colour with the storage index it reads
-    written in it; grids of at most 6 elements get a thin line from each element to that index. 1-D and 0-d
+    written in it; a grid of one row of at most 6 elements gets a thin line from each element to that index. 1-D and 0-d
     tensors get no grid (their row says the same). Short labels stand left of the strip ("index", "storage",
     "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge). Each row
     highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``, left out when a
