@@ -617,20 +617,29 @@ class ExpSavingBoth(torch.autograd.Function):
         return grad * out + 0 * a, None, None
 
 
+def edited_exp_saving_both(output_first, forward_edits, input_edits, output_edits):
+    """``ExpSavingBoth`` applied to a non-leaf ``a``, then ``a`` and the output edited in place: ``(a, out, loss,
+    the versions save_for_backward recorded)``."""
+    x = torch.randn(3, requires_grad=True)
+    a = x * 1
+    out = ExpSavingBoth.apply(a, output_first, forward_edits)
+    loss = (out * 1).sum()
+    saved_at = (a._version, out._version)  # what save_for_backward recorded
+    for _ in range(input_edits):
+        a.add_(1)
+    for _ in range(output_edits):
+        out.mul_(2)
+    return a, out, loss, saved_at
+
+
 @pytest.mark.parametrize("forward_edits", [0, 1])
 @pytest.mark.parametrize("output_first", [False, True])
 @pytest.mark.parametrize("input_edits", [0, 1, 3])
 @pytest.mark.parametrize("output_edits", [0, 1, 2])
 def test_custom_function_hazards_iff_backward_raises(forward_edits, output_first, input_edits, output_edits):
-    x = torch.randn(3, requires_grad=True)
-    a = x * 1
-    out = ExpSavingBoth.apply(a, output_first, forward_edits)
-    loss = (out * 1).sum()
-    input_saved_at, output_saved_at = a._version, out._version  # what save_for_backward recorded
-    for _ in range(input_edits):
-        a.add_(1)
-    for _ in range(output_edits):
-        out.mul_(2)
+    a, out, loss, (input_saved_at, output_saved_at) = edited_exp_saving_both(
+        output_first, forward_edits, input_edits, output_edits
+    )
     hazards = inplace_hazards(loss)
     (node,) = autograd_graph(loss).find("ExpSavingBothBackward")
     error = backward_error(loss)
@@ -828,14 +837,7 @@ def test_two_saved_tensors_read_as_torch_2_11_gives_them_name_the_one_backward_r
 ):
     """Read as torch 2.11 gives them, two saved tensors of one node cannot be unpacked one by one: a hazard still
     exists iff backward raises, names the tensor it raises at, and claims nothing torch 2.13 does not see."""
-    x = torch.randn(3, requires_grad=True)
-    a = x * 1
-    out = ExpSavingBoth.apply(a, output_first, 0)
-    loss = (out * 1).sum()
-    for _ in range(input_edits):
-        a.add_(1)
-    for _ in range(output_edits):
-        out.mul_(2)
+    a, out, loss, _ = edited_exp_saving_both(output_first, 0, input_edits, output_edits)
     native = inplace_hazards(loss)
     (native_node,) = autograd_graph(loss).find("ExpSavingBothBackward")
     with monkeypatch.context() as patched:

@@ -269,28 +269,13 @@ def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
     items.append(Text(label_x, middle - 5, label, "note", id=f"{ident}-label", anchor="end", baseline="middle"))
     zoom_text = f"magnified ×{zoom / scale:,.0f}"
     items.append(Text(label_x, middle + 5, zoom_text, "note", id=f"{ident}-zoom", anchor="end", baseline="middle"))
-    items.append(
-        Text(
-            inset_left + tensor_width / 2,
-            top + ROW - 8 + 10,
-            f"tensor ends: {block.requested:,} B",
-            "note",
-            id=f"{ident}-tensor-label",
-            anchor="middle",
-            baseline="middle",
+    for x, text, part, anchor in (
+        (inset_left + tensor_width / 2, f"tensor ends: {block.requested:,} B", "tensor", "middle"),
+        (inset_left + inset_width, f"rounding {rounding:,} B", "rounding", "end"),
+    ):
+        items.append(
+            Text(x, top + ROW - 8 + 10, text, "note", id=f"{ident}-{part}-label", anchor=anchor, baseline="middle")
         )
-    )
-    items.append(
-        Text(
-            inset_left + inset_width,
-            top + ROW - 8 + 10,
-            f"rounding {rounding:,} B",
-            "note",
-            id=f"{ident}-rounding-label",
-            anchor="end",
-            baseline="middle",
-        )
-    )
     return top + ROW - 8 + 20
 
 
