@@ -126,6 +126,12 @@ def format_bytes(n: int) -> str:
     return exact
 
 
+def format_bytes_short(n: int) -> str:
+    """Only the size in its largest binary unit (``'381.47 MiB'``), or the bytes under 1 KiB (``'512 B'``)."""
+    text = format_bytes(n)
+    return text[text.index("(") + 1 : -1] if "(" in text else text
+
+
 #: The kinds of allocation a report can name, each with the rule that names it. Nothing else is guessed.
 KINDS = {
     "parameter": "the storage of an nn.Parameter that an op of the block used, still allocated at the end",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..common.checks import describe
 from ..common.text import plural
-from ..facts.memory import MiB, format_bytes
+from ..facts.memory import MiB, format_bytes, format_bytes_short
 from .palette import FAINT, INK, MEMORY_KINDS, MUTED, PAPER
 from .scene import Line, Rect, Scene, Style, Text, text_width
 
@@ -100,11 +100,6 @@ def segments_of(snapshot) -> list[Segment]:
     return found
 
 
-def _short(n: int) -> str:
-    text = format_bytes(n)
-    return text[text.index("(") + 1 : -1] if "(" in text else text
-
-
 def snapshot_summary(segments: list[Segment], source: str) -> str:
     """One line: the segments (reserved), the active blocks (allocated), the tensors' bytes and the rounding."""
     reserved = sum(s.size for s in segments)
@@ -128,7 +123,7 @@ def _note(segment: Segment) -> str:
         return f"1 block; rounding {rounding:,} B"
     text = plural(len(active), "active block")
     if free:
-        text += f", {free} free ({_short(sum(b.size for b in segment.blocks if not b.active))})"
+        text += f", {free} free ({format_bytes_short(sum(b.size for b in segment.blocks if not b.active))})"
     return text
 
 
@@ -170,7 +165,7 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
             Text(
                 BAR_LEFT + BAR_WIDTH + 6,
                 y + 8,
-                f"scale: full width = {_short(widest)}",
+                f"scale: full width = {format_bytes_short(widest)}",
                 "scale",
                 id=f"alloc-{pool}-scale",
                 baseline="middle",
@@ -184,7 +179,7 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
                 Text(
                     BAR_LEFT - 6,
                     y + ROW / 2,
-                    _short(segment.size),
+                    format_bytes_short(segment.size),
                     "label",
                     id=f"{prefix}-size",
                     anchor="end",
@@ -265,7 +260,7 @@ def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
     items.append(Rect(inset_left, top, inset_width, ROW - 8, "inset", id=ident))
     # named left of the inset, below the connectors (they end at its top corners): no line strikes the label
     label_x, middle = inset_left - 6, top + (ROW - 8) / 2
-    label = f"the block's last {_short(window)},"
+    label = f"the block's last {format_bytes_short(window)},"
     items.append(Text(label_x, middle - 5, label, "note", id=f"{ident}-label", anchor="end", baseline="middle"))
     zoom_text = f"magnified ×{zoom / scale:,.0f}"
     items.append(Text(label_x, middle + 5, zoom_text, "note", id=f"{ident}-zoom", anchor="end", baseline="middle"))

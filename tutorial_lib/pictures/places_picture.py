@@ -8,7 +8,7 @@ memory map, storage identity, the file's own zip directory); only the arrows' wo
 from __future__ import annotations
 
 from ..common.checks import describe
-from ..facts.memory import format_bytes
+from ..facts.memory import format_bytes, format_bytes_short
 from ..facts.places import META, OWN, OWN_OR_MAPPED, SHARED, SavedFile, StoragePlace, saved_file, storage_places
 from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STORAGE, TEXT_PT
 from .render_mpl import render, require_axes
@@ -47,12 +47,6 @@ class _Box:
         self.x = self.y = 0.0
 
 
-def _short(nbytes: int) -> str:
-    """A size in its largest binary unit (``38.15 MiB``), or bytes; the summary keeps the exact count."""
-    text = format_bytes(nbytes)
-    return text[text.index("(") + 1 : -1] if "(" in text else text
-
-
 def _size(style: str) -> float:
     return STYLES[style].size
 
@@ -67,7 +61,7 @@ def _order(column: str) -> tuple[int, str]:
 def _storage_lines(place: StoragePlace, before: bool) -> list[tuple[str, str]]:
     style = "name-before" if before else "name"
     lines = [(f"{name} (before)" if before else name, style) for name in place.names]
-    size = "no memory: shape and dtype only" if place.place == META else f"storage: {_short(place.nbytes)}"
+    size = "no memory: shape and dtype only" if place.place == META else f"storage: {format_bytes_short(place.nbytes)}"
     return lines + [(size, "note")]
 
 
@@ -115,8 +109,8 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     for label, name in (elsewhere or {}).items():
         boxes.append(_Box(label, ELSEWHERE, [(label, "name"), (f"maps {name}'s storage", "note")], "process"))
     for file in files:
-        lines = [(file.name, "name"), (f"file: {_short(file.nbytes)}", "note")]
-        lines += [(f"record data/{key}: {_short(size)}", "note") for key, size in file.records]
+        lines = [(file.name, "name"), (f"file: {format_bytes_short(file.nbytes)}", "note")]
+        lines += [(f"record data/{key}: {format_bytes_short(size)}", "note") for key, size in file.records]
         boxes.append(_Box(file.name, ON_DISK, lines, "file"))
     files_by_name = {file.name for file in files}
     columns = sorted({box.column for box in boxes} | set(absent or {}), key=_order)
