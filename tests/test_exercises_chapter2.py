@@ -590,6 +590,7 @@ def chapter_2_text(kind):
         "it raises for a tensor that requires gradients,",  # #6
         "keeps the sharing *among* them",  # #16: two from_numpy storages over one buffer come out apart
         "refuses work done in another thread",  # #3: a pool made before the call got through
+        "only reading with a list or a mask copies",  # final hunt: reading with an index tensor copies too
     ],
 )
 def test_a_broken_claim_does_not_come_back(old_claim):
