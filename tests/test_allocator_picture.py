@@ -182,19 +182,30 @@ def test_the_tensor_fill_is_no_verdicts_colour():
     assert not colours.near_a_verdict(fill), (fill, colours.near_a_verdict(fill))
 
 
-def test_each_pool_says_its_own_byte_scale_in_bold():
-    # Review 22: 2 MiB small-pool segments are as long as 32 MiB large-pool ones; only a small grey note said so.
-    scene = allocator_scene(SNAPSHOTS["mlp"]["step_2"], source=H100)
-    texts = dict(scene.texts())
-    scales = {pool: texts[f"alloc-{pool}-scale"] for pool in ("small", "large") if f"alloc-{pool}-scale" in texts}
-    assert set(scales) == {"small", "large"}, scales
-    assert all(text.startswith("scale: full width = ") for text in scales.values()), scales
-    assert scales["small"] != scales["large"]
-    styles = {scene.styles[scene.ids()[f"alloc-{pool}-scale"].style] for pool in scales}
-    assert all(style.weight == "bold" and style.size >= 9 for style in styles)
+def test_every_segment_is_on_one_byte_scale_and_a_short_one_is_magnified_beside_itself_saying_by_how_much():
+    # Rereview 22: the 2 MiB small-pool segments were drawn as long as the 32 MiB large-pool ones (a scale each).
+    recorded = SNAPSHOTS["mlp"]["step_2"]
+    scene = allocator_scene(recorded, source=H100)
+    ids, texts = scene.ids(), dict(scene.texts())
+    sizes = [segment["total_size"] for segment in recorded["segments"]]
+    widths = [ids[f"alloc-seg{number}"].w for number in range(len(sizes))]
+    for number, (size, width) in enumerate(zip(sizes, widths)):  # drawn lengths in the ratio of their bytes
+        assert width / widths[0] == pytest.approx(size / sizes[0]), number
+    assert texts["alloc-scale"] == f"one byte scale: full width = {tl.format_bytes(max(sizes)).split('(')[1][:-1]}"
+    assert scene.styles[ids["alloc-scale"].style].weight == "bold"
+    small = [n for n, segment in enumerate(recorded["segments"]) if segment["segment_type"] == "small"]
+    assert small and all(widths[n] < 0.1 * max(widths) for n in small)
+    for number in range(len(sizes)):
+        magnified = ids.get(f"alloc-seg{number}-magnified")
+        if number not in small:
+            assert magnified is None  # a 20 MiB segment is long enough to read
+            continue
+        label = ids[f"alloc-seg{number}-magnified-label"]
+        factor = int(label.text.removeprefix("magnified ×"))
+        assert factor > 1 and magnified.w == pytest.approx(widths[number] * factor)
+        assert scene.styles[label.style].weight == "bold" and scene.styles[magnified.style].width < 1.2
+        assert ids[f"alloc-seg{number}"].x + widths[number] < label.x < magnified.x  # the bar, its factor, the copy
+        for k, block in enumerate(recorded["segments"][number]["blocks"]):  # its blocks magnified alike
+            drawn = ids[f"alloc-seg{number}-magnified-block{k}"]
+            assert drawn.w == pytest.approx(ids[f"alloc-seg{number}-block{k}"].w * factor)
     assert scene.width * 100 / 72 < 1000
-    one = allocator_scene(SNAPSHOTS["one_tensor"], source=H100)  # the longest scale text fits in the picture
-    label = one.ids()["alloc-large-scale"]
-    style = one.styles[label.style]
-    assert label.x + text_width(label.text, "sans", style.size, style.weight) <= one.width
-    assert one.width * 100 / 72 < 1000

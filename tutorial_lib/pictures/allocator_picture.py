@@ -4,7 +4,8 @@
 Drawn from an allocator snapshot: the dict ``torch.cuda.memory._snapshot()`` returns, or its trimmed form (a
 ``"segments"`` list whose entries have ``total_size``, ``segment_type`` and ``blocks`` of ``size``,
 ``requested_size``, ``state``), as ``notebooks/data/h100_allocator_snapshots.json`` stores them. Every width is a
-byte count of the snapshot on the row's scale; a tail too thin to see gets a magnified inset under its segment.
+byte count of the snapshot on one byte scale; a segment too short to read is drawn again beside itself, magnified
+(its factor written), and a tail too thin to see gets a magnified inset under its segment.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from .scene import Line, Rect, Scene, Style, Text, text_width
 
 LEFT, TOP, RIGHT = 8.0, 8.0, 8.0
 BAR_LEFT, BAR_WIDTH = 78.0, 440.0  # a segment's row: its size on the left, its bar, a note on the right
-NOTE_WIDTH = 150.0  # the note column: at most this wide (the picture stays under 1,000 px at 100 dpi)
 ROW, GAP = 26.0, 8.0
 FONT, SMALL = 9.0, 8.0
 MAX_SEGMENTS = 40  # more segments than this: the largest ones drawn, the rest counted
+MAGNIFY_BELOW = 0.2  # a segment drawn shorter than this share of the full width is also drawn magnified beside it
 # the tensors' bytes: the one strong fill of the picture, a dark plum (not blue: the VIEW badge is blue)
 TENSOR = "#663366"
 
@@ -32,12 +33,13 @@ STYLES = {
     "block-free": Style(fill=PAPER, edge=FAINT, width=0.7, dash=(3, 2), zorder=2),
     "tensor": Style(fill=TENSOR, edge="none", zorder=3),
     "rounding": Style(fill=MEMORY_KINDS["allocator's rounding"], edge=MUTED, width=0.5, hatch=True, zorder=3),
+    "magnified": Style(fill=PAPER, edge=INK, width=0.8, zorder=1),  # a short segment again, magnified (thinner)
     "inset": Style(fill="none", edge=INK, width=0.8, zorder=4),
     "connector": Style(edge=MUTED, width=0.6, dash=(2, 2), zorder=4),
     "title": Style(size=FONT + 1, weight="bold", zorder=5),
     "label": Style(size=FONT, zorder=5),
     "note": Style(size=SMALL, color="#333333", zorder=5),
-    "scale": Style(size=FONT, weight="bold", color=INK, zorder=5),  # each pool's own byte scale, unmissable
+    "scale": Style(size=FONT, weight="bold", color=INK, zorder=5),  # the byte scale and a magnification, unmissable
     "legend": Style(size=SMALL, zorder=5),
 }
 
@@ -149,28 +151,24 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
     y += 20
     kept = set(sorted(range(len(segments)), key=lambda n: -segments[n].size)[:MAX_SEGMENTS])
     shown = [(n, s) for n, s in enumerate(segments) if n in kept]
+    # one byte scale for every segment, so a 2 MiB segment is drawn a sixteenth as long as a 32 MiB one
+    widest = max([s.size for _, s in shown] + [1])
+    scale = BAR_WIDTH / widest
+    items.append(
+        Text(LEFT, y + 6, f"one byte scale: full width = {format_bytes_short(widest)}", "scale", id="alloc-scale")
+    )
+    y += 18
+    magnify = _magnification([s for _, s in shown], scale)
     for pool in ("small", "large"):
         in_pool = [(n, s) for n, s in shown if s.pool == pool]
         if not in_pool:
             continue
-        widest = max(s.size for _, s in in_pool)
-        scale = BAR_WIDTH / widest
         heading = (
             "small pool: 2 MiB segments, for requests of at most 1 MiB"
             if pool == "small"
             else "large pool: one segment per cudaMalloc, its size rounded up to 2 MiB"
         )
         items.append(Text(LEFT, y + 8, heading, "label", id=f"alloc-{pool}-heading", baseline="middle"))
-        items.append(
-            Text(
-                BAR_LEFT + BAR_WIDTH + 6,
-                y + 8,
-                f"scale: full width = {format_bytes_short(widest)}",
-                "scale",
-                id=f"alloc-{pool}-scale",
-                baseline="middle",
-            )
-        )
         y += 18
         for number, segment in in_pool:
             prefix = f"alloc-seg{number}"
@@ -187,30 +185,19 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
                 )
             )
             items.append(Rect(BAR_LEFT, y, width, ROW, "segment", id=prefix))
-            x = BAR_LEFT
-            thin_tail = None
-            for k, block in enumerate(segment.blocks):
-                block_width = block.size * scale
-                ident = f"{prefix}-block{k}"
-                if not block.active:
-                    items.append(Rect(x, y + 4, block_width, ROW - 8, "block-free", id=ident))
-                else:
-                    items.append(Rect(x, y + 4, block_width, ROW - 8, "block-active", id=ident))
-                    tensor_width = block.requested * scale
-                    items.append(Rect(x, y + 8, tensor_width, ROW - 16, "tensor", id=f"{ident}-tensor"))
-                    rounding = block.size - block.requested
-                    if rounding:
-                        items.append(
-                            Rect(
-                                x + tensor_width, y + 8, rounding * scale, ROW - 16, "rounding", id=f"{ident}-rounding"
-                            )
-                        )
-                        if rounding * scale < 3 and len(segment.blocks) == 1:
-                            thin_tail = (k, block, x)
-                x += block_width
-            items.append(
-                Text(BAR_LEFT + width + 6, y + ROW / 2, _note(segment), "note", id=f"{prefix}-note", baseline="middle")
-            )
+            thin_tail = _blocks(items, prefix, segment, BAR_LEFT, y, scale)
+            end = BAR_LEFT + width
+            if magnify and width < MAGNIFY_BELOW * BAR_WIDTH:
+                # too short to read its blocks: beside it, the same segment magnified, its factor written
+                factor, zoom_left = magnify
+                label = f"magnified ×{factor}"
+                middle = y + ROW / 2
+                items.append(Text(end + 6, middle, label, "scale", id=f"{prefix}-magnified-label", baseline="middle"))
+                magnified = f"{prefix}-magnified"
+                items.append(Rect(zoom_left, y, width * factor, ROW, "magnified", id=magnified))
+                thin_tail = _blocks(items, magnified, segment, zoom_left, y, scale * factor)
+                end = zoom_left + width * factor
+            items.append(Text(end + 6, y + ROW / 2, _note(segment), "note", id=f"{prefix}-note", baseline="middle"))
             y += ROW + GAP
             if thin_tail is not None:
                 y = _inset(items, prefix, thin_tail, scale, y)
@@ -228,9 +215,47 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
         )
         y += 16
     notes = [item for item in items if isinstance(item, Text) and item.style in ("note", "scale")]
-    right = max([BAR_LEFT + BAR_WIDTH + 6 + NOTE_WIDTH * 0] + [_right(item) for item in notes])
-    width = max(right, x) + RIGHT
+    right = max([BAR_LEFT + BAR_WIDTH, x] + [_right(item) for item in notes])
+    width = right + RIGHT
     return Scene(width, y + 4, tuple(items), STYLES, snapshot_summary(segments, source))
+
+
+def _magnification(segments: list[Segment], scale: float):
+    """For segments drawn shorter than ``MAGNIFY_BELOW`` of the full width: the one factor (1, 2 or 5 times a power
+    of ten) they are all magnified by beside their true-size bar, and where the magnified bars start; None when
+    every segment is long enough to read."""
+    short = [s.size * scale for s in segments if s.size * scale < MAGNIFY_BELOW * BAR_WIDTH]
+    if not short:
+        return None
+    longest = max(short)
+    zoom_left = BAR_LEFT + longest + 6 + text_width("magnified ×1000", "sans", FONT, "bold") + 8
+    room = BAR_LEFT + BAR_WIDTH - zoom_left
+    fits = [m * 10**k for k in range(6) for m in (1, 2, 5) if m * 10**k * longest <= room]
+    return (max(fits), zoom_left) if max(fits, default=1) > 1 else None
+
+
+def _blocks(items: list, prefix: str, segment: Segment, left: float, y: float, scale: float):
+    """A segment's blocks drawn into its bar from ``left`` at ``scale`` points a byte; the thin tail of a one-block
+    segment (its block, index and place) when its rounding is too thin to see, else None."""
+    x, thin_tail = left, None
+    for k, block in enumerate(segment.blocks):
+        block_width = block.size * scale
+        ident = f"{prefix}-block{k}"
+        if not block.active:
+            items.append(Rect(x, y + 4, block_width, ROW - 8, "block-free", id=ident))
+        else:
+            items.append(Rect(x, y + 4, block_width, ROW - 8, "block-active", id=ident))
+            tensor_width = block.requested * scale
+            items.append(Rect(x, y + 8, tensor_width, ROW - 16, "tensor", id=f"{ident}-tensor"))
+            rounding = block.size - block.requested
+            if rounding:
+                items.append(
+                    Rect(x + tensor_width, y + 8, rounding * scale, ROW - 16, "rounding", id=f"{ident}-rounding")
+                )
+                if rounding * scale < 3 and len(segment.blocks) == 1:
+                    thin_tail = (k, block, x, scale)
+        x += block_width
+    return thin_tail
 
 
 def _right(item: Text) -> float:
@@ -240,12 +265,13 @@ def _right(item: Text) -> float:
 
 
 def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
-    """The end of a block whose rounding is too thin to see, magnified under it, with connector lines."""
-    k, block, block_x = tail
+    """The end of a block whose rounding is too thin to see, magnified under it, with connector lines; its factor is
+    said against the picture's byte scale ``scale``."""
+    k, block, block_x, drawn_scale = tail
     rounding = block.size - block.requested
     window = min(block.size, max(2 * MiB, 4 * rounding))
-    window_x = block_x + (block.size - window) * scale  # where the window starts in the segment's bar
-    end_x = block_x + block.size * scale
+    window_x = block_x + (block.size - window) * drawn_scale  # where the window starts in the segment's bar
+    end_x = block_x + block.size * drawn_scale
     inset_left, inset_width = BAR_LEFT + BAR_WIDTH * 0.25, BAR_WIDTH * 0.75
     zoom = inset_width / window
     top = y + 14
@@ -279,9 +305,10 @@ def draw_allocator_snapshot(snapshot, *, source: str, ax=None):
 
     Each segment (one ``cudaMalloc``, what ``memory_reserved()`` counts) is a framed bar; its blocks sit in it in
     order: an active block (what ``memory_allocated()`` counts) holds its tensor's requested bytes, solid, and the
-    rounding after them, hatched; a free block (kept for the next tensor) is dashed. The small pool's 2 MiB
-    segments and the large pool's segments each have their own scale (said above them). A rounding too thin to
-    see in a one-block segment gets a magnified inset.
+    rounding after them, hatched; a free block (kept for the next tensor) is dashed. Every segment is on one byte
+    scale (said above them), so a 2 MiB small-pool segment is a sixteenth as long as a 32 MiB one; a segment
+    shorter than a fifth of the widest is drawn again beside itself, magnified by the factor written there. A
+    rounding too thin to see in a one-block segment gets a magnified inset.
 
     Args:
         snapshot: ``torch.cuda.memory._snapshot()`` (take it on your GPU), or a dict with a ``"segments"`` list in
