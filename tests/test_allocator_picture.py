@@ -209,3 +209,21 @@ def test_every_segment_is_on_one_byte_scale_and_a_short_one_is_magnified_beside_
             drawn = ids[f"alloc-seg{number}-magnified-block{k}"]
             assert drawn.w == pytest.approx(ids[f"alloc-seg{number}-block{k}"].w * factor)
     assert scene.width * 100 / 72 < 1000
+
+
+@pytest.mark.parametrize("figures", [False, True])
+def test_the_inset_draws_the_blocks_band_behind_the_tensor_as_the_bar_does(figures):
+    # Rereview 22: the inset dropped the block's pale band, so the tensor sat on white there, on pale blue above.
+    one = SNAPSHOTS["one_tensor"]
+    if figures:  # draw_cuda_memory's old form, one allocation's figures (chapter 6's H100 cell)
+        scene = tl.draw_cuda_memory(one["nbytes"], one["allocated"], one["reserved"], source="measured on cuda:0").scene
+    else:
+        scene = tl.draw_cuda_memory(one, source=H100).scene
+    ids = scene.ids()
+    band, frame, tensor = (ids[f"alloc-seg0-block0-inset{part}"] for part in ("-block", "", "-tensor"))
+    rounding = ids["alloc-seg0-block0-inset-rounding"]
+    assert band.style == ids["alloc-seg0-block0"].style == "block-active"
+    assert (band.x, band.y, band.w, band.h) == (frame.x, frame.y, frame.w, frame.h)  # the whole window is the block
+    assert scene.styles[band.style].zorder < scene.styles[tensor.style].zorder  # behind the tensor and rounding
+    for piece in (tensor, rounding):
+        assert band.y < piece.y and piece.y + piece.h < band.y + band.h

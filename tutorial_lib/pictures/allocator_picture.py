@@ -279,6 +279,8 @@ def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
     items.append(Line(((window_x, y - GAP), (inset_left, top)), "connector", id=f"{ident}-connector-left"))
     items.append(Line(((end_x, y - GAP), (inset_left + inset_width, top)), "connector", id=f"{ident}-connector-right"))
     tensor_width = (window - rounding) * zoom
+    # the block's band behind its end, as in the bar above (the tensor on pale blue there, not on white here)
+    items.append(Rect(inset_left, top, inset_width, ROW - 8, "block-active", id=f"{ident}-block"))
     items.append(Rect(inset_left, top + 4, tensor_width, ROW - 16, "tensor", id=f"{ident}-tensor"))
     items.append(
         Rect(inset_left + tensor_width, top + 4, rounding * zoom, ROW - 16, "rounding", id=f"{ident}-rounding")
