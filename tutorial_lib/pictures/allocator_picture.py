@@ -319,17 +319,17 @@ def draw_allocator_snapshot(snapshot, *, source: str, ax=None):
         ax: a matplotlib Axes to draw on; a new figure when None.
 
     Returns:
-        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary (a notebook shows it as the figure's
+        text), ``fig.scene`` the ``Scene``.
 
     Raises:
         TypeError: ``snapshot`` is not a snapshot, ``source`` not a non-empty str, ``ax`` not a matplotlib Axes.
         ValueError: a segment whose blocks do not add up to its size.
     """
-    from .render_mpl import render, require_axes
+    from .render_mpl import render, require_axes, with_summary
 
     require_axes(ax, "ax")
     scene = allocator_scene(snapshot, source=source)
-    fig = render(scene, ax=ax)
-    fig.summary = scene.title
+    fig = with_summary(render(scene, ax=ax), scene.title)
     fig.scene = scene
     return fig

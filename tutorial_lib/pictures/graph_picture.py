@@ -890,7 +890,7 @@ def draw_graph(
     scene, view, layout = _planned_all(t_or_graph, captions, *options)
     fig = render_mpl.render(scene, ax=ax)
     fig.summary, fig.scene, fig.graph_view, fig.graph_layout = scene.title, scene, view, layout
-    return fig
+    return render_mpl.with_summary(fig, scene.title)  # a notebook shows the summary as the figure's text
 
 
 def graph_svg(

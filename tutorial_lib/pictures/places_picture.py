@@ -11,7 +11,7 @@ from ..common.checks import describe
 from ..facts.memory import format_bytes, format_bytes_short
 from ..facts.places import META, OWN, OWN_OR_MAPPED, SHARED, SavedFile, StoragePlace, saved_file, storage_places
 from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STORAGE, TEXT_PT
-from .render_mpl import render, require_axes
+from .render_mpl import render, require_axes, with_summary
 from .scene import Arrow, Rect, Scene, Style, Text, text_width
 
 NOTE_PT = 7.5
@@ -202,7 +202,8 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line: each place and what it holds, the arrows),
+        The matplotlib Figure, with ``fig.summary`` (one line: each place and what it holds, the arrows; a notebook
+        shows it as the figure's text),
         ``fig.scene`` and ``fig.places`` (the ``StoragePlace`` facts drawn).
 
     Raises:
@@ -229,6 +230,6 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
     if not all(len(move) == 3 and all(isinstance(part, str) for part in move) for move in moves):
         raise TypeError(f"moves must be (from, to, how) triples of str, got {moves!r}")
     scene = places_scene(places, earlier, saved, moves, elsewhere, absent)
-    fig = render(scene, ax=ax)
-    fig.summary, fig.scene, fig.places = scene.title, scene, places
+    fig = with_summary(render(scene, ax=ax), scene.title)
+    fig.scene, fig.places = scene, places
     return fig

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..common.checks import require_bool
 from ..facts.sharing import Sharing, sharing_of
 from .palette import FAINT, INK, MONO, MUTED, PAPER, SANS, STORAGE, TEXT_PT
-from .render_mpl import render, require_axes
+from .render_mpl import render, require_axes, with_summary
 from .scene import Rect, Scene, Style, Text, text_width
 
 NOTE_PT = 7.5
@@ -142,7 +142,8 @@ def draw_sharing(x=None, ways=None, *, show_counter: bool = False, ax=None):
         ax: a matplotlib Axes to draw into, or None for a new figure sized to fit.
 
     Returns:
-        The matplotlib Figure, with ``fig.summary`` (one line: each cell and its expressions), ``fig.scene`` and
+        The matplotlib Figure, with ``fig.summary`` (one line: each cell and its expressions; a notebook shows it as
+        the figure's text), ``fig.scene`` and
         ``fig.sharing`` (the ``Sharing`` facts drawn).
 
     Raises:
@@ -152,6 +153,6 @@ def draw_sharing(x=None, ways=None, *, show_counter: bool = False, ax=None):
     require_axes(ax)
     rows = sharing_of(x, ways)
     scene = sharing_scene(rows, show_counter=show_counter)
-    fig = render(scene, ax=ax)
-    fig.summary, fig.scene, fig.sharing = scene.title, scene, rows
+    fig = with_summary(render(scene, ax=ax), scene.title)
+    fig.scene, fig.sharing = scene, rows
     return fig

@@ -19,7 +19,7 @@ from ..common.checks import describe, require_bool, require_int, require_type
 from ..common.text import op_name, plural
 from ..facts.memory import KINDS, MemoryReport, MiB, format_bytes
 from .palette import FAINT, INK, MEMORY_KINDS, MUTED, PAPER, STORAGE
-from .render_mpl import render, require_axes
+from .render_mpl import render, require_axes, with_summary
 from .render_svg import svg
 from .scene import Line, Polygon, Rect, Scene, Style, Text, escape, text_width
 
@@ -695,9 +695,8 @@ def memory_svg(reports, labels=None, show_ops: bool = True, compact=None) -> str
 
 
 def _figure(scene: Scene, ax):
-    """The scene drawn, with its summary and itself attached to the figure."""
-    fig = render(scene, ax=ax)
-    fig.summary = scene.title
+    """The scene drawn, with its summary (a notebook's text of the figure) and itself attached to the figure."""
+    fig = with_summary(render(scene, ax=ax), scene.title)
     fig.scene = scene
     return fig
 
@@ -723,7 +722,8 @@ def draw_memory_timeline(reports, labels=None, ax=None, show_ops: bool = True, c
             every op column names its op on hover).
 
     Returns:
-        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary (a notebook shows it as the figure's
+        text), ``fig.scene`` the ``Scene``.
 
     Raises:
         TypeError: ``reports`` is not a MemoryReport or a list of them, ``ax`` is not a matplotlib Axes,
@@ -878,7 +878,8 @@ def draw_cuda_memory(requested=None, allocated=None, reserved=None, driver=None,
         ax: a matplotlib Axes to draw on; a new figure when None.
 
     Returns:
-        The matplotlib Figure; ``fig.summary`` holds the one-line text summary, ``fig.scene`` the ``Scene``.
+        The matplotlib Figure; ``fig.summary`` holds the one-line text summary (a notebook shows it as the figure's
+        text), ``fig.scene`` the ``Scene``.
 
     Raises:
         TypeError: a figure that is not an int, a snapshot with other figures, ``source`` not a non-empty str,

@@ -216,7 +216,7 @@ def _figure(scene: Scene):
     figure = render_mpl.render(scene)
     figure.summary = scene.title
     figure.scene = scene
-    return figure
+    return render_mpl.with_summary(figure, scene.title)  # a notebook shows the summary as the figure's text
 
 
 def _with_part_marks(scene: Scene, parts) -> Scene:
