@@ -181,3 +181,37 @@ def test_mmap_is_a_dashed_arrow_that_says_it_maps_and_torch_load_a_solid_copy(tm
     assert "maps, no copy" in texts["movetext:1"] and "maps" not in texts["movetext:0"]
     plt.close(fig)
     del read, mapped, tensors
+
+
+def test_a_write_has_its_own_line_style_and_legend_entry_apart_from_a_copy_and_a_map():
+    # Rereview 22: the child's mul_(2) into the shared storage was drawn as the same solid arrow as put()'s move.
+    message, before = shared_message()
+    scene = tl.draw_places(
+        {"message": message},
+        before=before,
+        elsewhere={"the child's tensor": "message"},
+        moves=[("before:message", "message", "inbox.put(message)"), ("the child's tensor", "message", "mul_(2)")],
+    ).scene
+    ids, texts = scene.ids(), dict(scene.texts())
+    move, write = (scene.styles[ids[f"move:{k}"].style] for k in (0, 1))
+    assert move.dash is None and write.dash is not None and write.dash != scene.styles["map"].dash
+    assert write.width > move.width  # dotted and thicker: never told apart by colour alone
+    assert texts["movetext:1"] == "mul_(2)"
+    # the legend: a sample of each line drawn, in the arrows' own style, and its meaning in words
+    assert ids["legend:move"].style == ids["move:0"].style and ids["legend:write"].style == ids["move:1"].style
+    assert texts["legendtext:move"] == "copies or moves the bytes"
+    assert texts["legendtext:write"] == "writes into memory already there (in place)"
+    assert "legend:map" not in ids  # only the kinds drawn
+    legend_top = min(ids[k].y for k in texts if k.startswith("legendtext:"))
+    assert legend_top > max(item.y + item.h for key, item in ids.items() if key.startswith("column:"))
+
+
+def test_in_place_code_is_a_write_share_memory_is_a_move_and_one_kind_needs_no_legend():
+    a, b = torch.zeros(3), torch.ones(3)
+    scene = tl.draw_places({"a": a, "b": b}, moves=[("b", "a", "a.copy_(b)")]).scene
+    assert scene.ids()["move:0"].style == "write"
+    assert "legend:write" not in scene.ids()  # one kind of arrow: nothing to tell apart
+    before = tl.storage_places({"a": a})
+    a.share_memory_()
+    scene = tl.draw_places({"a": a}, before=before, moves=[("before:a", "a", "a.share_memory_()")]).scene
+    assert scene.ids()["move:0"].style == "move"

@@ -7,6 +7,8 @@ memory map, storage identity, the file's own zip directory); only the arrows' wo
 
 from __future__ import annotations
 
+import re
+
 from ..common.checks import describe
 from ..facts.memory import format_bytes, format_bytes_short
 from ..facts.places import META, OWN, OWN_OR_MAPPED, SHARED, SavedFile, StoragePlace, saved_file, storage_places
@@ -33,8 +35,26 @@ STYLES = {
     "absent": Style(family=SANS, size=NOTE_PT, color=MUTED, zorder=5),
     "move": Style(edge=INK, width=1.0, zorder=3),
     "map": Style(edge=INK, width=1.0, dash=(4, 3), zorder=3),  # a file mapped, not copied: dashed, and said
+    "write": Style(edge=INK, width=1.6, dash=(1, 1.5), zorder=3),  # values written into memory already there: dotted
     "move-text": Style(family=MONO, size=NOTE_PT, color=INK, halo=True, zorder=6),
 }
+
+
+#: What each arrow style means, in the legend's words (a legend is drawn once two kinds of arrow are).
+ARROW_MEANINGS = {
+    "move": "copies or moves the bytes",
+    "map": "maps the file's pages, no copy",
+    "write": "writes into memory already there (in place)",
+}
+# an in-place method (PyTorch names them with a trailing underscore) called in the arrow's code: ``mul_(2)``,
+# ``x.copy_(y)``; share_memory_() moves the storage rather than writing into it
+_IN_PLACE = re.compile(r"(?<![\w.])(?:\w+\.)*([A-Za-z]\w*_)\(")
+_MOVES_STORAGE = {"share_memory_"}
+
+
+def _writes(how: str) -> bool:
+    """Whether an arrow's code writes in place: it calls an in-place method other than ``share_memory_``."""
+    return any(name not in _MOVES_STORAGE for name in _IN_PLACE.findall(how))
 
 
 class _Box:
@@ -96,7 +116,8 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
 
     Ids: ``column:<place>`` and ``header:<place>``; ``box:<key>`` for a storage (key: its first tensor's name), a
     storage before (``before:<name>``), a file (its name) or a process (its label), with texts ``text:<key>:<k>``;
-    ``move:<k>`` and ``movetext:<k>`` for the arrows.
+    ``move:<k>`` and ``movetext:<k>`` for the arrows; with two kinds of arrow or more, ``legend:<style>`` (a
+    short arrow) and ``legendtext:<style>`` for each kind drawn.
     """
     boxes: list[_Box] = []
     mapped = set()  # boxes of storages that are a file's own pages (torch.load(..., mmap=True))
@@ -154,8 +175,14 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         for k, (text, style) in enumerate(box.lines):
             items.append(Text(box.x + BOX_PAD, line_y, text, style, f"text:{box.key}:{k}"))
             line_y += _size(style) * 1.3
-    for k, ((source, target, _), how, is_map) in enumerate(zip(moves, words, maps)):
-        arrow = "map" if is_map else "move"
+    # a move from a process to the storage it maps, or whose code writes in place, writes into memory already there
+    mapping = {label: name for label, name in (elsewhere or {}).items()}
+    writes = [
+        not m and (_writes(how) or (source in mapping and keys.get(mapping[source]) is keys[target]))
+        for (source, target, how), m in zip(moves, maps)
+    ]
+    kinds = ["map" if m else "write" if w else "move" for m, w in zip(maps, writes)]
+    for k, ((source, target, _), how, arrow) in enumerate(zip(moves, words, kinds)):
         a, b = keys[source], keys[target]
         top, low = max(a.y, b.y), min(a.y + a.h, b.y + b.h)
         ya, yb = ((top + low) / 2,) * 2 if top < low else (a.y + a.h / 2, b.y + b.h / 2)  # level where they face
@@ -182,6 +209,15 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     right = max(
         [x - gap + PAD] + [i.x + text_width(i.text, MONO, NOTE_PT) + PAD for i in items if i.id.startswith("movetext:")]
     )
+    drawn = [kind for kind in ARROW_MEANINGS if kind in kinds]
+    if len(drawn) > 1:  # what each line style means, in words beside a sample of it
+        legend_x, legend_y = PAD, bottom + PAD + NOTE_PT
+        for kind in drawn:
+            items.append(Arrow(((legend_x, legend_y), (legend_x + 28, legend_y)), kind, f"legend:{kind}"))
+            text = ARROW_MEANINGS[kind]
+            items.append(Text(legend_x + 34, legend_y, text, "note", f"legendtext:{kind}", "start", "middle"))
+            legend_x += 34 + text_width(text, SANS, NOTE_PT) + 18
+        right, bottom = max(right, legend_x - 18 + PAD), legend_y + NOTE_PT
     return Scene(right, bottom + PAD, tuple(items), STYLES, title)
 
 
@@ -195,7 +231,10 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
         moves: ``(from, to, how)`` arrows between boxes, named by a tensor's name, ``"before:<name>"``, a file's or
             a process's name; ``how`` is the code that did it. A move from a file to a storage that is that
             file's own pages (``torch.load(..., mmap=True)``, read from ``/proc/self/maps``) is drawn dashed and
-            its words end in "(maps, no copy)"; every other arrow is solid.
+            its words end in "(maps, no copy)"; a move that writes into memory already there (from an
+            ``elsewhere`` process to the storage it maps, or whose code calls an in-place method such as
+            ``mul_(2)`` or ``copy_``, ``share_memory_`` aside) is drawn dotted and thicker; every other arrow
+            (a copy or a move) is solid. With two kinds of arrow or more, a legend says what each line means.
         elsewhere: ``{label: name}``: another process whose tensor maps ``name``'s storage (it must be in shared
             memory); the label says what that process saw.
         absent: ``{place: reason}``: a place drawn empty with its reason (``{"cuda": "not run here: no GPU"}``).
