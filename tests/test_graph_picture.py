@@ -768,3 +768,21 @@ def test_the_new_options_refuse_bad_values_naming_the_argument(options, named):
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match=f"{named} must be"):
         graph_scene((x * 2).sum(), **options)
+
+
+def test_a_chip_note_is_a_row_of_its_chip_between_its_text_and_its_warning():
+    y, names = stale_exp_example()
+    (hazard,) = inplace_hazards(y)
+    plain = graph_scene(y, names=names)
+    scene = graph_scene(y, names=names, chip_notes={(hazard.node_id, "result"): "output 0 of Exp"})
+    ids, key = scene.ids(), f"{hazard.node_id}:0"
+    chip, text, note = ids[f"chip:{key}"], ids[f"chip-text:{key}"], ids[f"chip-note:{key}"]
+    warning = ids[f"warning:{hazard.node_id}"]
+    assert note.text == "output 0 of Exp" and note.style == text.style and note.x == text.x
+    assert text.y < note.y < warning.y and warning.y + size_of(warning, scene.styles) < chip.y + chip.h
+    assert chip.h > plain.ids()[f"chip:{key}"].h  # the chip grew by the row
+    assert not any(ident.startswith("chip-note:") for ident in plain.ids())  # none unless asked
+    with pytest.raises(TypeError, match="chip_notes"):
+        graph_scene(y, chip_notes={hazard.node_id: "output 0 of Exp"})
+    with pytest.raises(ValueError, match="chip_notes"):
+        graph_scene([y, y], chip_notes={})
