@@ -98,6 +98,8 @@ _CALL_IMPL = torch.nn.Module._call_impl.__code__
 
 
 # A cell's code as ipykernel names it (/tmp/ipykernel_<pid>/<hash>.py) or as plain IPython does (<ipython-input-N-…>).
+#: How IPython runs a cell that starts with a cell magic: the magic's name, then its body as a string literal.
+_CELL_MAGIC = re.compile(r"^get_ipython\(\)\.run_cell_magic\('(\w+)', .*?, (.*)\)$", re.S)
 _CELL_FILE = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\]\d+\.py$|^<ipython-input-(\d+)-\w+>$")
 
 
@@ -120,11 +122,12 @@ def cell_place(filename: str, lineno: int) -> str | None:
     number = cells.get(filename) if isinstance(cells, dict) else None
     if number is None and _CELL_FILE.search(filename) is None:
         return None
+    running = _running_cell(filename, cells)
+    if running is not None:
+        return f"line {lineno} of this cell" if running == "" else f"line {lineno} under {running}"
     history = getattr(shell, "history_manager", None)
     parsed, raw = getattr(history, "input_hist_parsed", None), getattr(history, "input_hist_raw", None)
-    entry = linecache.cache.get(filename)  # IPython keeps each cell's code there, under the cell's file name
-    full = "".join(entry[2]) if entry is not None and isinstance(number, int) else ""
-    code = full.strip()
+    code = _cell_code(filename) if isinstance(number, int) else ""
     if code and isinstance(parsed, list) and isinstance(raw, list):
         # IPython numbers a cell's code by its execution count; the body of a cell magic that runs it
         # (%%watch_inplace) gets the count after its cell's, which has already moved on
@@ -139,6 +142,32 @@ def cell_place(filename: str, lineno: int) -> str | None:
                 magic = above[-1].split()[0]
                 return f"line {lineno} under {magic}" + ("" if here else f" in cell [{prompt}]")
     return f"line {lineno} of a notebook cell"
+
+
+def _cell_code(filename: str) -> str:
+    """The code IPython compiled under ``filename``, stripped; '' if none."""
+    entry = linecache.cache.get(filename)
+    return "".join(entry[2]).strip() if entry is not None and isinstance(entry[2], list) else ""
+
+
+def _running_cell(filename: str, cells) -> str | None:
+    """``""`` when ``filename`` is the code of the cell running now (its top frame is on the stack), ``"%%magic"``
+    when it is the body of the cell magic that cell runs; None otherwise (or outside IPython)."""
+    outer, frame = None, sys._getframe(1)
+    while frame is not None:  # the outermost frame of a cell's code: the cell running now
+        name = frame.f_code.co_filename
+        if frame.f_code.co_name == "<module>" and (name in (cells or {}) or _CELL_FILE.search(name)):
+            outer = name
+        frame = frame.f_back
+    if outer is None:
+        return None
+    if outer == filename:
+        return ""
+    magic = _CELL_MAGIC.search(_cell_code(outer))  # get_ipython().run_cell_magic('watch_inplace', '', '…body…')
+    code = _cell_code(filename)
+    if magic is not None and code and (repr(code)[1:-1] in magic.group(2) or code in magic.group(2)):
+        return f"%%{magic.group(1)}"
+    return None
 
 
 @dataclass(frozen=True)
