@@ -89,7 +89,7 @@ STYLES = {
     "graph-chip-warning": Style(family=SANS, size=CHIP_FONT_SIZE, weight="bold", color=STALE, zorder=5),
     "graph-edit-label": Style(family=MONO, size=CHIP_FONT_SIZE, weight="bold", color=STALE, halo=True, zorder=7),
     "graph-legend": Style(family=SANS, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
-    "graph-message": Style(family=MONO, size=SMALL_FONT_SIZE, color=STALE, zorder=5),
+    "graph-message": Style(family=MONO, size=SMALL_FONT_SIZE, color=STALE, zorder=5),  # ⚠ stale, not drawn
     "graph-edge-count": Style(family=MONO, size=SMALL_FONT_SIZE, color=INK, zorder=2),
 }
 #: Legend entries, each shown only when the picture has what it explains.
@@ -570,7 +570,10 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     content_width = max(layout.width + edit_room, 48 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE, min(legend_width, 250.0))
     legend_lines = _legend_lines(entries, content_width)
     chars = max(30, int(content_width / (MONO_CHAR_WIDTH * SMALL_FONT_SIZE)))
-    message_lines = [w for m in messages for w in textwrap.wrap(m, chars)]
+    # the window's note in grey; a ⚠ line (stale tensors in nodes not drawn) in the stale colour, under it
+    note_lines = [w for m in messages if not m.startswith(_WARNING) for w in textwrap.wrap(m, chars)]
+    stale_lines = [w for m in messages if m.startswith(_WARNING) for w in textwrap.wrap(m, chars)]
+    message_lines = note_lines + stale_lines
     small_line = LINE_SPACING * SMALL_FONT_SIZE
     top_band = len(legend_lines) * small_line + PAD_Y * 2 if legend_lines else 0.0
     stub = LAYER_GAP * 0.6 if cut else 0.0  # dotted stubs under boxes whose children are not drawn
@@ -606,8 +609,12 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     if legend_lines:
         where = at(left, layout.height + top_band - PAD_Y)
         items.append(Text(*where, "\n".join(legend_lines), "graph-legend", "legend"))
-    if message_lines:
-        items.append(Text(*at(left, -stub - PAD_Y), "\n".join(message_lines), "graph-message", "message"))
+    if note_lines:  # its style only in a picture that has one: other pictures' style sheets stay as they were
+        styles = {**styles, "graph-note": replace(styles["graph-message"], color=MUTED)}
+        items.append(Text(*at(left, -stub - PAD_Y), "\n".join(note_lines), "graph-note", "message"))
+    if stale_lines:
+        below = -stub - PAD_Y - len(note_lines) * small_line
+        items.append(Text(*at(left, below), "\n".join(stale_lines), "graph-message", "message-stale"))
     height = layout.height + top_band + bottom_band + 2 * MARGIN
     return Scene(content_width + 2 * MARGIN, height, tuple(items), styles, summary)
 
@@ -850,7 +857,8 @@ def graph_scene(
     ``max_nodes`` boxes or past ``MAX_WIDTH_PT`` × ``MAX_HEIGHT_PT`` (text is never scaled below ``MIN_TEXT_PT``),
     cut to the boxes nearest the output with a message. Ids: ``label:<item>``, ``node-id:<item>``, ``name:<item>``,
     ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``, ``chip-note:<item>:<k>``, ``edit:<item>:<k>``,
-    ``edit-label:<item>:<k>``, ``new:<item>``, ``edge-count``, ``legend``, ``message``; in a
+    ``edit-label:<item>:<k>``, ``new:<item>``, ``edge-count``, ``legend``, ``message`` (the window's note, grey),
+    ``message-stale`` (⚠ stale tensors in nodes not drawn); in a
     comparison each prefixed with ``<panel>/``.
 
     Args:
