@@ -93,6 +93,8 @@ def test_show_error_second_backward_shows_freed_tensors():
     report = show_error(y.backward)
     assert report.exception_type == "RuntimeError" and "second time" in report.message
     assert "freed by backward" in "\n".join(texts_with(report.figure.scene, "chip-text:"))
+    assert not texts_with(report.figure.scene, "node-id:")  # no text names a box by its id: no ids drawn
+    assert re.search(r"#\d", "".join(html_tree(report).itertext())) is None  # nor does the HTML
 
 
 def test_show_error_without_an_error_and_with_other_errors():

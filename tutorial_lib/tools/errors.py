@@ -195,8 +195,9 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
             else:  # fn itself changed the graph (an in-place op, then backward): show it as it is now
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
         notes = _creator_note(message, graph, hazards) if version_error and graph is not None else None
-        # the text names boxes by id; the chip of the changed tensor says, under it, the operation torch names
-        scene = graph_scene(graph, show_ids=True, chip_notes=notes) if graph is not None else None
+        # ids only where the text names boxes by them (the in-place error's parts); the chip of the changed tensor
+        # says, under it, the operation torch names
+        scene = graph_scene(graph, show_ids=version_error, chip_notes=notes) if graph is not None else None
         parts = message_parts(message, hazards, scene) if version_error else ()
         figure = _figure(_with_part_marks(scene, parts)) if scene is not None else None
         summary = f"{name}: {message}"
