@@ -20,10 +20,17 @@ from models import SavesW, stale_exp_example  # noqa: E402
 
 from tutorial_lib.pictures.graph_placement import PAD_X  # noqa: E402
 from tutorial_lib.pictures.palette import STALE  # noqa: E402
-from tutorial_lib.pictures.scene import size_of, text_width  # noqa: E402
+from tutorial_lib.pictures.scene import Text, size_of  # noqa: E402
 from tutorial_lib.tools.errors import message_parts, show_error  # noqa: E402
 
 VERSION_MESSAGE = "is at version 1; expected version 0"
+
+
+def stale_exp_report():
+    a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    b.mul_(2)
+    return show_error(b.sum().backward, names={"a": a, "b": b})
 
 
 def texts_with(scene, prefix: str) -> list[str]:
@@ -86,6 +93,8 @@ def test_show_error_second_backward_shows_freed_tensors():
     report = show_error(y.backward)
     assert report.exception_type == "RuntimeError" and "second time" in report.message
     assert "freed by backward" in "\n".join(texts_with(report.figure.scene, "chip-text:"))
+    assert not texts_with(report.figure.scene, "node-id:")  # no text names a box by its id: no ids drawn
+    assert re.search(r"#\d", "".join(html_tree(report).itertext())) is None  # nor does the HTML
 
 
 def test_show_error_without_an_error_and_with_other_errors():
@@ -194,6 +203,14 @@ def test_a_saved_input_names_the_op_that_last_wrote_it_and_the_box_that_saved_it
     assert "input '" in tensor.explanation and "(2,)" in tensor.explanation
 
 
+def part_marks(scene) -> dict:
+    return {ident.removeprefix("part:"): item for ident, item in scene.ids().items() if ident.startswith("part:")}
+
+
+def row_middle(scene, row) -> float:
+    return row.y + size_of(row, scene.styles) / 2
+
+
 def test_the_picture_numbers_what_each_part_names_as_the_html_does():
     a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
     b = a.exp()
@@ -202,24 +219,20 @@ def test_the_picture_numbers_what_each_part_names_as_the_html_does():
     scene = report.figure.scene
     ids = scene.ids()
     (hazard,) = report.hazards
-    marks = {ident: item for ident, item in ids.items() if ident.startswith("part:")}
-    assert [marks[f"part:{k}"].text for k in ("tensor", "creator", "versions")] == ["①", "②", "③"]
-    chip, title = ids[f"chip:{hazard.node_id}:0"], ids[f"label:{hazard.node_id}"]
-    chip_text, warning = ids[f"chip-text:{hazard.node_id}:0"], ids[f"warning:{hazard.node_id}"]
+    marks = part_marks(scene)
+    assert [marks[k].text for k in ("tensor", "creator", "versions")] == ["①", "②", "③"]
+    chip = ids[f"chip:{hazard.node_id}:0"]
+    chip_text, note = ids[f"chip-text:{hazard.node_id}:0"], ids[f"chip-note:{hazard.node_id}:0"]
+    warning = ids[f"warning:{hazard.node_id}"]
+    assert note.text == report.parts[1].text  # the chip repeats the words of the message that ② marks
     # each centred on the row of what it names, never on the box's dashed hazard border (3 points outside the box)
-    for mark, row in (
-        (marks["part:tensor"], chip_text),
-        (marks["part:creator"], title),
-        (marks["part:versions"], warning),
-    ):
-        assert mark.baseline == "middle" and mark.y == pytest.approx(row.y + size_of(row, scene.styles) / 2)
+    for mark, row in ((marks["tensor"], chip_text), (marks["creator"], note), (marks["versions"], warning)):
+        assert mark.baseline == "middle" and mark.y == pytest.approx(row_middle(scene, row))
     box_left = chip.x - PAD_X
     hazard_border = [r for r in scene.items if r.style == "graph-boxes-hazard"][0]
     assert hazard_border.x == pytest.approx(box_left - 3)
-    for mark in (marks["part:tensor"], marks["part:versions"]):  # outside the border, to the left of the box
-        assert mark.anchor == "end" and mark.x < hazard_border.x
-    half_title = text_width(title.text, "mono", size_of(title, scene.styles), "bold") / 2
-    assert marks["part:creator"].x == pytest.approx(title.x - half_title - 3)  # just before the title, in the box
+    for mark in marks.values():  # outside the border, 3 points left of it
+        assert mark.anchor == "end" and mark.x == pytest.approx(hazard_border.x - 3)
     assert scene.styles["error-part"].size >= 9 and scene.styles["error-part"].color == STALE
     assert min(m.x for m in marks.values()) - scene.styles["error-part"].size >= 0  # inside the picture
     # the changed tensor and its edit: b's chip, the write mul_ drawn to the box of its node
@@ -230,6 +243,29 @@ def test_the_picture_numbers_what_each_part_names_as_the_html_does():
     for mark, part in zip("①②③", report.parts):  # the message's marks are the picture's: circled, in vermilion
         assert f"{html.escape(part.text)}</mark><b style='color:{STALE}'>{mark}</b>" in html_text
     assert report.figure.summary == scene.title and "after mul_" in report.summary
+
+
+def test_the_marks_read_top_to_bottom_in_the_message_order_beside_one_chip():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    b = a * a  # MulBackward0 saves a twice: two stale chips in one box
+    a.add_(1)
+    for report in (stale_exp_report(), show_error(b.sum().backward, graph_of=b, names={"x": x})):
+        scene = report.figure.scene
+        marks = part_marks(scene)
+        in_message_order = [marks[part.kind] for part in report.parts]  # ① ② ③ as the HTML numbers them
+        assert [m.text for m in in_message_order] == ["①", "②", "③"]
+        assert [m.y for m in in_message_order] == sorted(m.y for m in in_message_order)  # read top to bottom
+        assert len({round(m.y, 3) for m in in_message_order}) == 3
+        # all three beside one chip: each on one of its rows, the rows one under another
+        (chip,) = [
+            r
+            for r in scene.items
+            if r.style == "graph-chip-stale" and all(r.y < m.y < r.y + r.h for m in marks.values())
+        ]
+        rows = [t for t in scene.items if isinstance(t, Text) and t.x > chip.x and chip.y < t.y < chip.y + chip.h]
+        assert [row_middle(scene, row) for row in rows] == pytest.approx([m.y for m in in_message_order])
+        assert rows[-1].style == "graph-chip-warning" and rows[1].text == report.parts[1].text
 
 
 def test_without_a_graph_the_parts_are_explained_without_a_picture():

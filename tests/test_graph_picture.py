@@ -36,7 +36,7 @@ from tutorial_lib.pictures.graph_picture import (  # noqa: E402
     graph_svg,
 )
 from tutorial_lib.pictures.graph_placement import PAD_X  # noqa: E402
-from tutorial_lib.pictures.palette import MIN_TEXT_PT, STALE, tensor_colour  # noqa: E402
+from tutorial_lib.pictures.palette import MIN_TEXT_PT, MUTED, STALE, tensor_colour  # noqa: E402
 from tutorial_lib.pictures.scene import Arrow, Line, Polygon, Rect, Text, size_of, visible  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
@@ -768,3 +768,40 @@ def test_the_new_options_refuse_bad_values_naming_the_argument(options, named):
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match=f"{named} must be"):
         graph_scene((x * 2).sum(), **options)
+
+
+def test_a_chip_note_is_a_row_of_its_chip_between_its_text_and_its_warning():
+    y, names = stale_exp_example()
+    (hazard,) = inplace_hazards(y)
+    plain = graph_scene(y, names=names)
+    scene = graph_scene(y, names=names, chip_notes={(hazard.node_id, "result"): "output 0 of Exp"})
+    ids, key = scene.ids(), f"{hazard.node_id}:0"
+    chip, text, note = ids[f"chip:{key}"], ids[f"chip-text:{key}"], ids[f"chip-note:{key}"]
+    warning = ids[f"warning:{hazard.node_id}"]
+    assert note.text == "output 0 of Exp" and note.style == text.style and note.x == text.x
+    assert text.y < note.y < warning.y and warning.y + size_of(warning, scene.styles) < chip.y + chip.h
+    assert chip.h > plain.ids()[f"chip:{key}"].h  # the chip grew by the row
+    assert not any(ident.startswith("chip-note:") for ident in plain.ids())  # none unless asked
+    with pytest.raises(TypeError, match="chip_notes"):
+        graph_scene(y, chip_notes={hazard.node_id: "output 0 of Exp"})
+    with pytest.raises(ValueError, match="chip_notes"):
+        graph_scene([y, y], chip_notes={})
+
+
+def test_the_window_note_is_grey_and_only_a_stale_tensor_left_out_is_in_the_stale_colour():
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    a = x.exp()  # saves its result, which mul_ makes stale: far from the output, outside the window
+    a.mul_(2)
+    y = a
+    for _ in range(12):
+        y = y * 1.5
+    scene = graph_scene(y.sum(), collapse="none", max_nodes=5)
+    ids = scene.ids()
+    note, stale = ids["message"], ids["message-stale"]
+    assert "more nodes not drawn" in note.text and "⚠" not in note.text
+    assert stale.text == "⚠ 1 stale saved tensor in nodes not drawn"
+    assert scene.styles[note.style].color == MUTED and scene.styles[stale.style].color == STALE
+    assert stale.y > note.y and stale.x == note.x  # under the note
+    assert stale.y + size_of(stale, scene.styles) <= scene.height
+    whole = graph_scene(y.sum(), collapse="none")  # drawn whole: the stale box itself says it, no line
+    assert "message-stale" not in whole.ids() and "message" not in whole.ids()

@@ -793,3 +793,39 @@ def test_a_write_into_a_stale_view_under_no_grad_makes_no_autograd_node():
     with tl.watch_inplace():
         watched = program()
     assert plain == watched == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# places: a line of a notebook cell is named by its cell, a line of a file by the file
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_line_of_a_cell_is_named_by_the_cell_and_a_line_of_a_file_by_its_path(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    first = "import inspect\nfrom tutorial_lib.facts.inplace_watch import SourceLine\n"
+    first += "here = SourceLine(inspect.currentframe().f_code.co_filename, 3, '', '')\nprint(here.place)"
+    capsys.readouterr()
+    made = shell.run_cell(first, store_history=True)
+    assert made.success
+    assert "ipykernel" in shell.user_ns["here"].filename or "ipython-input" in shell.user_ns["here"].filename
+    assert capsys.readouterr().out.strip() == "line 3 of this cell"  # not "<ipython-input-…>:3"
+    assert shell.run_cell("print(here.place)", store_history=True).success
+    assert capsys.readouterr().out.strip() == f"line 3 of cell [{made.execution_count}]"  # by its prompt's number
+    # the body of a cell magic: lines counted under the magic's line, as the fixes count them
+    shell.run_cell("%load_ext tutorial_lib", store_history=True)
+    magic = shell.run_cell(
+        "%%watch_inplace\nimport torch\na = torch.randn(3, requires_grad=True)\ne = a.exp()\ne.add_(1)\n"
+        "e.sum().backward()\n",
+        store_history=True,
+    )
+    out = capsys.readouterr().out
+    assert "saved at:     line 3 under %%watch_inplace  e = a.exp()" in out
+    assert "changed at:   line 4 under %%watch_inplace  e.add_(1)" in out and "just before line 4 " in out
+    shell.run_cell("import tutorial_lib as tl\nprint(tl.explain_inplace(e)[0])", store_history=True)
+    assert f"saved at:     line 3 under %%watch_inplace in cell [{magic.execution_count}]" in capsys.readouterr().out
+    # a kernel's cell file IPython did not compile here, and real files
+    assert tl.SourceLine("/tmp/ipykernel_4242/1023890166.py", 7, "", "").place == "line 7 of a notebook cell"
+    assert tl.SourceLine("/home/me/train.py", 7, "", "").place == "train.py:7"
+    assert tl.SourceLine("train.py", 12, "f", "x += 1").place == "train.py:12"

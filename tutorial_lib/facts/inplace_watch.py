@@ -97,6 +97,79 @@ _CALL_IMPL = torch.nn.Module._call_impl.__code__
 # Records
 
 
+# A cell's code as ipykernel names it (/tmp/ipykernel_<pid>/<hash>.py) or as plain IPython does (<ipython-input-N-…>).
+#: How IPython runs a cell that starts with a cell magic: the magic's name, then its body as a string literal.
+_CELL_MAGIC = re.compile(r"^get_ipython\(\)\.run_cell_magic\('(\w+)', .*?, (.*)\)$", re.S)
+_CELL_FILE = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\]\d+\.py$|^<ipython-input-(\d+)-\w+>$")
+
+
+def cell_place(filename: str, lineno: int) -> str | None:
+    """Line ``lineno`` of the IPython or Jupyter cell whose code ``filename`` is, as a reader finds it:
+    ``"line 7 of this cell"`` (the cell running now), ``"line 7 of cell [3]"`` (by its execution count, the number
+    its prompt shows) or ``"line 7 of a notebook cell"`` (not found in IPython's history); None for a file.
+
+    The body of a cell magic counts its lines from the line under the magic's, as Python numbers them (and as the
+    fixes quote them): ``"line 7 under %%watch_inplace"`` (``… in cell [3]`` for another cell).
+
+    Raises:
+        TypeError: ``filename`` is not a str or ``lineno`` not an int.
+    """
+    require_type(filename, str, "filename", "a str")
+    require_type(lineno, int, "lineno", "an int")
+    ipython = sys.modules.get("IPython")  # only when IPython runs: never imported here
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = cells.get(filename) if isinstance(cells, dict) else None
+    if number is None and _CELL_FILE.search(filename) is None:
+        return None
+    running = _running_cell(filename, cells)
+    if running is not None:
+        return f"line {lineno} of this cell" if running == "" else f"line {lineno} under {running}"
+    history = getattr(shell, "history_manager", None)
+    parsed, raw = getattr(history, "input_hist_parsed", None), getattr(history, "input_hist_raw", None)
+    code = _cell_code(filename) if isinstance(number, int) else ""
+    if code and isinstance(parsed, list) and isinstance(raw, list):
+        # IPython numbers a cell's code by its execution count; the body of a cell magic that runs it
+        # (%%watch_inplace) gets the count after its cell's, which has already moved on
+        for prompt in (number, number - 1):
+            if not 0 < prompt < min(len(parsed), len(raw)):
+                continue
+            here = prompt == len(parsed) - 1
+            if parsed[prompt].strip() == code:
+                return f"line {lineno} of {'this cell' if here else f'cell [{prompt}]'}"
+            above = raw[prompt][: raw[prompt].find(code)].strip().splitlines() if code in raw[prompt] else []
+            if above and above[-1].startswith("%%"):  # a cell magic's body, counted (as Python does) under it
+                magic = above[-1].split()[0]
+                return f"line {lineno} under {magic}" + ("" if here else f" in cell [{prompt}]")
+    return f"line {lineno} of a notebook cell"
+
+
+def _cell_code(filename: str) -> str:
+    """The code IPython compiled under ``filename``, stripped; '' if none."""
+    entry = linecache.cache.get(filename)
+    return "".join(entry[2]).strip() if entry is not None and isinstance(entry[2], list) else ""
+
+
+def _running_cell(filename: str, cells) -> str | None:
+    """``""`` when ``filename`` is the code of the cell running now (its top frame is on the stack), ``"%%magic"``
+    when it is the body of the cell magic that cell runs; None otherwise (or outside IPython)."""
+    outer, frame = None, sys._getframe(1)
+    while frame is not None:  # the outermost frame of a cell's code: the cell running now
+        name = frame.f_code.co_filename
+        if frame.f_code.co_name == "<module>" and (name in (cells or {}) or _CELL_FILE.search(name)):
+            outer = name
+        frame = frame.f_back
+    if outer is None:
+        return None
+    if outer == filename:
+        return ""
+    magic = _CELL_MAGIC.search(_cell_code(outer))  # get_ipython().run_cell_magic('watch_inplace', '', '…body…')
+    code = _cell_code(filename)
+    if magic is not None and code and (repr(code)[1:-1] in magic.group(2) or code in magic.group(2)):
+        return f"%%{magic.group(1)}"
+    return None
+
+
 @dataclass(frozen=True)
 class SourceLine:
     """A line of the user's code: file, line number, the function it is in, and the line's text."""
@@ -108,7 +181,13 @@ class SourceLine:
 
     @property
     def place(self) -> str:
-        """``file.py:12`` (the file's base name; IPython cells keep their ``<ipython-input-…>`` name)."""
+        """``file.py:12`` for a file (its base name); for a line of a Jupyter or IPython cell, whose file name
+        (``/tmp/ipykernel_…/1023890166.py``, ``<ipython-input-3-…>``) a reader cannot connect to a cell,
+        ``line 12 of this cell`` (the cell running now, where the text is shown), ``line 12 of cell [3]`` (another
+        cell, by the number its prompt shows) or ``line 12 of a notebook cell`` (see ``cell_place``)."""
+        in_cell = cell_place(self.filename, self.lineno)
+        if in_cell is not None:
+            return in_cell
         return f"{os.path.basename(self.filename) or self.filename}:{self.lineno}"
 
     def __str__(self) -> str:

@@ -89,7 +89,7 @@ STYLES = {
     "graph-chip-warning": Style(family=SANS, size=CHIP_FONT_SIZE, weight="bold", color=STALE, zorder=5),
     "graph-edit-label": Style(family=MONO, size=CHIP_FONT_SIZE, weight="bold", color=STALE, halo=True, zorder=7),
     "graph-legend": Style(family=SANS, size=SMALL_FONT_SIZE, color=MUTED, zorder=5),
-    "graph-message": Style(family=MONO, size=SMALL_FONT_SIZE, color=STALE, zorder=5),
+    "graph-message": Style(family=MONO, size=SMALL_FONT_SIZE, color=STALE, zorder=5),  # ⚠ stale, not drawn
     "graph-edge-count": Style(family=MONO, size=SMALL_FONT_SIZE, color=INK, zorder=2),
 }
 #: Legend entries, each shown only when the picture has what it explains.
@@ -119,12 +119,14 @@ class _Chip:
     edit: str = ""  # "mul_ → v1": the in-place write that changed it, when known
     edited_by: int | None = None  # the graph node of that write, when the graph holds it
     swatch: str = ""  # the style of the named tensor's colour, a bar at the chip's left ('' when unnamed)
+    note: str = ""  # a line between the text and the warning ("output 0 of Exp": show_error's words of torch's)
 
     @property
     def size(self) -> tuple[float, float]:
         warning = text_width(self.warning, SANS, CHIP_FONT_SIZE, "bold") if self.warning else 0.0
         width = max(text_width(self.text, MONO, CHIP_FONT_SIZE) + (SWATCH if self.swatch else 0.0), warning)
-        return width + 2 * CHIP_PAD_X, (1 + bool(self.warning)) * _CHIP_LINE + 2 * CHIP_PAD_Y
+        width = max(width, text_width(self.note, MONO, CHIP_FONT_SIZE))
+        return width + 2 * CHIP_PAD_X, (1 + bool(self.note) + bool(self.warning)) * _CHIP_LINE + 2 * CHIP_PAD_Y
 
 
 @dataclass(frozen=True)
@@ -179,8 +181,9 @@ def _bytes_text(count: int) -> str:
     return f"{count:.3g} GiB"
 
 
-def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
-    """A saved tensor's chip: name, shape, bytes, versions when stale (``this_step``: this step's) or why unknown."""
+def _chip(saved, colours: dict, this_step: bool = False, note: str = "") -> _Chip:
+    """A saved tensor's chip: name, shape, bytes, versions when stale (``this_step``: this step's) or why unknown;
+    ``note``, when given, a line of its own under the text."""
     parts = [saved.attribute + (f" = {saved.name}" if saved.name else "")]
     if saved.shape is not None:
         parts.append(shape_text(saved.shape))
@@ -197,16 +200,18 @@ def _chip(saved, colours: dict, this_step: bool = False) -> _Chip:
     text = visible(" · ".join(parts))
     swatch = f"graph-swatch-{colours[saved.name]}" if saved.name in colours else ""
     if not saved.stale:
-        return _Chip(text, "graph-chip-gone" if saved.state in why else "graph-chip", swatch=swatch)
+        return _Chip(text, "graph-chip-gone" if saved.state in why else "graph-chip", swatch=swatch, note=note)
     op = edit_words(saved)
     edit = f"{op} → v{saved.current_version}" if op else ""
     warning = _stale_marker(saved) + (" · this step" if this_step else "")
-    return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch)
+    return _Chip(text, "graph-chip-stale", warning, edit, saved.edited_by, swatch, note)
 
 
-def _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale, tag, bound, former) -> _Box:
+def _node_box(
+    node, show_values, show_saved, line_notes, colours, new_nodes, newly_stale, tag, bound, former, chip_notes=None
+) -> _Box:
     """A node's box: shape, values, saved tensors as chips (stale ones always: they are the point), then the lines
-    ``watch_inplace`` recorded for it; a leaf a chip names in the chip's colour."""
+    ``watch_inplace`` recorded for it; a leaf a chip names in the chip's colour; ``chip_notes``' line in a chip."""
     lines = []
     if node.kind == "leaf" and not node.label.startswith("leaf"):
         lines.append(f"leaf · {shape_text(node.shape)}")
@@ -222,7 +227,8 @@ def _node_box(node, show_values, show_saved, line_notes, colours, new_nodes, new
     chips = []
     for saved in node.saved:
         if saved.stale or (show_saved and len(chips) < _MAX_CHIPS):
-            chips.append(_chip(saved, colours, (node.id, saved.attribute) in newly_stale))
+            note = (chip_notes or {}).get((node.id, saved.attribute), "")
+            chips.append(_chip(saved, colours, (node.id, saved.attribute) in newly_stale, note))
     below = [f"… {len(node.saved) - len(chips)} more saved"] if show_saved and len(node.saved) > len(chips) else []
     below.extend(line_notes.get(node.id, ()))  # from watch_inplace: who saved it, who changed it
     stale = sum(1 for s in node.saved if s.stale)
@@ -447,8 +453,11 @@ def _box_items(box: _Box, x: float, y: float, w: float, h: float) -> tuple[list,
             items.append(Rect(rect.x, rect.y, SWATCH - 2, rect.h, chip.swatch, f"swatch:{box.item}:{k}"))
         text_x, text_y = rect.x + (SWATCH if chip.swatch else 0.0) + CHIP_PAD_X, chip_top + CHIP_PAD_Y
         items.append(Text(text_x, text_y, chip.text, "graph-chip-text", f"chip-text:{box.item}:{k}"))
+        if chip.note:
+            items.append(Text(text_x, text_y + _CHIP_LINE, chip.note, "graph-chip-text", f"chip-note:{box.item}:{k}"))
         if chip.warning:
-            items.append(Text(text_x, text_y + _CHIP_LINE, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
+            below = (1 + bool(chip.note)) * _CHIP_LINE
+            items.append(Text(text_x, text_y + below, chip.warning, "graph-chip-warning", f"warning:{box.item}"))
         placed.append((chip, rect))
         chip_top += rect.h + CHIP_GAP
     items.extend(_text_items(box.below, x, chip_top, box.item))
@@ -561,7 +570,10 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     content_width = max(layout.width + edit_room, 48 * MONO_CHAR_WIDTH * SMALL_FONT_SIZE, min(legend_width, 250.0))
     legend_lines = _legend_lines(entries, content_width)
     chars = max(30, int(content_width / (MONO_CHAR_WIDTH * SMALL_FONT_SIZE)))
-    message_lines = [w for m in messages for w in textwrap.wrap(m, chars)]
+    # the window's note in grey; a ⚠ line (stale tensors in nodes not drawn) in the stale colour, under it
+    note_lines = [w for m in messages if not m.startswith(_WARNING) for w in textwrap.wrap(m, chars)]
+    stale_lines = [w for m in messages if m.startswith(_WARNING) for w in textwrap.wrap(m, chars)]
+    message_lines = note_lines + stale_lines
     small_line = LINE_SPACING * SMALL_FONT_SIZE
     top_band = len(legend_lines) * small_line + PAD_Y * 2 if legend_lines else 0.0
     stub = LAYER_GAP * 0.6 if cut else 0.0  # dotted stubs under boxes whose children are not drawn
@@ -597,8 +609,12 @@ def _scene(layout: GraphLayout, boxes, cut, messages, item_of, styles: dict, sum
     if legend_lines:
         where = at(left, layout.height + top_band - PAD_Y)
         items.append(Text(*where, "\n".join(legend_lines), "graph-legend", "legend"))
-    if message_lines:
-        items.append(Text(*at(left, -stub - PAD_Y), "\n".join(message_lines), "graph-message", "message"))
+    if note_lines:  # its style only in a picture that has one: other pictures' style sheets stay as they were
+        styles = {**styles, "graph-note": replace(styles["graph-message"], color=MUTED)}
+        items.append(Text(*at(left, -stub - PAD_Y), "\n".join(note_lines), "graph-note", "message"))
+    if stale_lines:
+        below = -stub - PAD_Y - len(note_lines) * small_line
+        items.append(Text(*at(left, below), "\n".join(stale_lines), "graph-message", "message-stale"))
     height = layout.height + top_band + bottom_band + 2 * MARGIN
     return Scene(content_width + 2 * MARGIN, height, tuple(items), styles, summary)
 
@@ -639,6 +655,19 @@ def _check_ids(show_ids) -> dict | bool:
     if not numbers:
         raise TypeError(f"show_ids must be True, False or a dict from node id to number, got {describe(show_ids)}")
     return show_ids
+
+
+def _check_chip_notes(notes) -> dict:
+    """``chip_notes``: a dict from ``(node id, saved attribute)`` to a line of text, or None (none)."""
+    if notes is None:
+        return {}
+    fine = isinstance(notes, dict) and all(
+        isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int) and isinstance(key[1], str)
+        for key in notes
+    )
+    if not fine or not all(isinstance(line, str) for line in notes.values()):
+        raise TypeError(f"chip_notes must be a dict from (node id, saved attribute) to str, got {describe(notes)}")
+    return {key: visible(line) for key, line in notes.items()}
 
 
 def _check_bound(bound, argument: str = "bound_names") -> dict:
@@ -685,11 +714,12 @@ def _fits(scene: Scene) -> bool:
 
 
 def _planned(
-    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 3
+    t_or_graph, names, show_values, show_saved, collapse, max_nodes, model, show_ids, extras=((),) * 2 + (None,) * 4
 ):
     """Check the arguments, read the graph, choose what to draw and place it: (scene, view drawn, placement).
 
-    ``extras``: the stepper's new nodes, newly stale chips and the Python names bound to nodes."""
+    ``extras``: the stepper's new nodes, newly stale chips and the Python names bound to nodes, the colour order,
+    the names rebound since, and show_error's lines in chips."""
     require_type(t_or_graph, (torch.Tensor, Graph), "t_or_graph", "a torch.Tensor or a Graph (or a list of them)")
     tensor = require_graph_tensor(t_or_graph, "t_or_graph") if isinstance(t_or_graph, torch.Tensor) else None
     if tensor is None and names is not None:
@@ -706,12 +736,13 @@ def _planned(
     if collapse == "module" and tensor is None:
         raise ValueError("collapse='module' needs t_or_graph to be the tensor (its nodes say when they were made)")
     require_type(names, (dict, type(None)), "names", "a dict from name to tensor")
-    new_nodes, newly_stale, bound, order, former = extras
+    new_nodes, newly_stale, bound, order, former, chip_notes = extras
     if order is not None and not (isinstance(order, (list, tuple)) and all(isinstance(n, str) for n in order)):
         raise TypeError(f"colour_order must be a list of names (str) or None, got {describe(order)}")
     order = list(order) if order is not None else list(names or {})
     new_nodes, newly_stale = _check_marks(new_nodes, newly_stale)
     show_ids, bound, former = _check_ids(show_ids), _check_bound(bound), _check_bound(former, "rebound_names")
+    chip_notes = _check_chip_notes(chip_notes)
     labels = {**(dict(model.named_parameters()) if model is not None else {}), **(names or {})}
     graph = t_or_graph if tensor is None else autograd_graph(tensor, names=labels or None)
     if tensor is not None and names:
@@ -736,7 +767,7 @@ def _planned(
             tag = "" if number is None else f"#{number}"  # a dict numbers only the nodes it holds
             was = ", ".join(former.get(node.id, ()))
             marks = (new_nodes, newly_stale, tag, ", ".join(bound.get(node.id, ())), f"(was {was})" if was else "")
-            boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks)
+            boxes[node.id] = _node_box(node, show_values, show_saved, line_notes, colours, *marks, chip_notes)
         restricted = view.restricted(items)
         detached = _detached(graph, names, own, bound) if tensor is not None and names else []
         if detached:  # draw each cut: a dashed edge to the tensor's box, or to a grey box of it when not drawn
@@ -778,7 +809,7 @@ def _planned(
     return planned[:3]
 
 
-def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None, None)):
+def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None, None, None)):
     """``_planned`` (``options``: names to show_ids) for one graph, or for each graph of a comparison side by side."""
     if not isinstance(t_or_graph, (list, tuple)):
         if captions is not None:
@@ -790,7 +821,9 @@ def _planned_all(t_or_graph, captions, *options, marks=((), (), None, None, None
     if captions is not None and not (one_each and all(isinstance(c, str) for c in captions)):
         raise ValueError(f"captions must be one str per graph ({len(t_or_graph)}), got {captions!r}")
     if any(marks[:2]) or any(m is not None for m in marks[2:]):
-        raise ValueError("new_nodes, newly_stale, bound_names, colour_order and rebound_names only apply to one graph")
+        raise ValueError(
+            "new_nodes, newly_stale, bound_names, colour_order, rebound_names and chip_notes only apply to one graph"
+        )
     scenes, views, layouts = zip(*(_planned(panel, *options) for panel in t_or_graph))
     return side_by_side(scenes, captions), views, layouts
 
@@ -810,6 +843,7 @@ def graph_scene(
     bound_names=None,
     colour_order=None,
     rebound_names=None,
+    chip_notes=None,
 ) -> Scene:
     """Plan the picture of a backward graph: output at the top, then backward nodes, leaves at the bottom.
 
@@ -822,8 +856,9 @@ def graph_scene(
     the write's node. Big graphs are collapsed (a run of identical blocks into one ``×N`` box) and, past
     ``max_nodes`` boxes or past ``MAX_WIDTH_PT`` × ``MAX_HEIGHT_PT`` (text is never scaled below ``MIN_TEXT_PT``),
     cut to the boxes nearest the output with a message. Ids: ``label:<item>``, ``node-id:<item>``, ``name:<item>``,
-    ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``, ``edit:<item>:<k>``, ``edit-label:<item>:<k>``,
-    ``new:<item>``, ``edge-count``, ``legend``, ``message``; in a
+    ``detail:<item>``, ``warning:<item>``, ``chip:<item>:<k>``, ``chip-note:<item>:<k>``, ``edit:<item>:<k>``,
+    ``edit-label:<item>:<k>``, ``new:<item>``, ``edge-count``, ``legend``, ``message`` (the window's note, grey),
+    ``message-stale`` (⚠ stale tensors in nodes not drawn); in a
     comparison each prefixed with ``<panel>/``.
 
     Args:
@@ -848,6 +883,8 @@ def graph_scene(
             the graph meets them); the stepper passes its variables' so a tensor keeps its colour from step to step.
         rebound_names: dict from node id to names once bound to the tensor it made and rebound since (``y`` after
             ``y = y * 2``), drawn greyed after the current names as ``(was y)``: the stepper's.
+        chip_notes: dict from ``(node id, saved attribute)`` to a line drawn in that saved tensor's chip, between its
+            text and its ``⚠`` line (``show_error``: the words of torch's message that name the tensor's operation).
 
     Returns:
         The ``Scene``; its ``title`` is the one-line summary of what is drawn.
@@ -858,7 +895,7 @@ def graph_scene(
             ``names`` with a Graph, ``max_nodes`` < 1, or ``captions`` not one str per graph.
     """
     options = (names, show_values, show_saved, collapse, max_nodes, model, show_ids)
-    marks = (new_nodes, newly_stale, bound_names, colour_order, rebound_names)
+    marks = (new_nodes, newly_stale, bound_names, colour_order, rebound_names, chip_notes)
     return _planned_all(t_or_graph, captions, *options, marks=marks)[0]
 
 

@@ -31,7 +31,7 @@ from ..pictures import render_mpl
 from ..pictures.graph_picture import graph_scene
 from ..pictures.graph_placement import PAD_X
 from ..pictures.palette import MUTED, SANS, STALE, tint
-from ..pictures.scene import FAMILIES, Rect, Scene, Style, Text, size_of, text_width
+from ..pictures.scene import FAMILIES, Rect, Scene, Style, Text, size_of
 
 # Where the message names the operation ("output 0 of Exp", "output 0 of torch::autograd::CopySlices"); the
 # tensor ("[torch.FloatTensor [3]]", "[CPUComplexDoubleType [3]]") is found and read by facts.graph.
@@ -194,7 +194,10 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
                 graph, hazards = before, before_hazards
             else:  # fn itself changed the graph (an in-place op, then backward): show it as it is now
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
-        scene = graph_scene(graph, show_ids=True) if graph is not None else None  # the text names boxes by id
+        notes = _creator_note(message, graph, hazards) if version_error and graph is not None else None
+        # ids only where the text names boxes by them (the in-place error's parts); the chip of the changed tensor
+        # says, under it, the operation torch names
+        scene = graph_scene(graph, show_ids=version_error, chip_notes=notes) if graph is not None else None
         parts = message_parts(message, hazards, scene) if version_error else ()
         figure = _figure(_with_part_marks(scene, parts)) if scene is not None else None
         summary = f"{name}: {message}"
@@ -219,28 +222,46 @@ def _figure(scene: Scene):
     return render_mpl.with_summary(figure, scene.title)  # a notebook shows the summary as the figure's text
 
 
+def _creator_note(message: str, graph, hazards) -> dict | None:
+    """``{(node id, saved attribute): "output 0 of Exp"}``: the words of the message that name the changed tensor's
+    operation, for a line in its chip in the box that saved it (between the tensor's row and its versions', as in
+    the message); None when the message names none or no stale chip of the saver matches it."""
+    creator_match = _CREATOR_IN_MESSAGE.search(message)
+    if creator_match is None:
+        return None
+    shape, versions = error_shape_and_dtype(message)[0], error_versions(message)
+    hazard = _saver(hazards, shape, versions, short_op_name(creator_match.group(2)))
+    if hazard is None or hazard.node_id >= len(graph.nodes):
+        return None
+    for saved in graph.nodes[hazard.node_id].saved:  # the first stale one like the message's: the one marked ①
+        if saved.stale and saved.shape == shape and (saved.current_version, saved.saved_version) == versions:
+            return {(hazard.node_id, saved.attribute): creator_match.group(0)}
+    return None
+
+
 def _with_part_marks(scene: Scene, parts) -> Scene:
-    """``scene`` with ① ② ③ beside what each part of the message names (ids ``part:<kind>``): ② just before the title
-    of the box that saved the tensor, ① and ③ outside the box's hazard border on the rows of the changed tensor's chip
-    and of its versions, each centred on its row; ``scene`` as it is when none is drawn. The scene widens to the left
-    when a mark would leave it."""
+    """``scene`` with ① ② ③ beside what each part of the message names (ids ``part:<kind>``), outside the hazard border
+    of the box that saved the tensor, each centred on its row of the changed tensor's chip: ① its text, ② the line
+    that repeats the operation torch names (``chip-note``), ③ its versions; top to bottom in the message's order.
+    ``scene`` as it is when none is drawn. The scene widens to the left when a mark would leave it."""
     ids = scene.ids()
     marks = []
     for number, part in enumerate(parts):
         stale = [i for i in ids if i.startswith(f"chip:{part.node_id}:") and ids[i].style == "graph-chip-stale"]
         if part.node_id is None or not stale:  # no picture of it, or folded into a box of repeats
             continue
-        chip = ids[stale[0]]
-        outside = chip.x - PAD_X - _HAZARD_GAP - _MARK_GAP  # left of the box's dashed hazard border
-        if part.kind == "creator":
-            title = ids[f"label:{part.node_id}"]
-            half = text_width(title.text, "mono", size_of(title, scene.styles), "bold") / 2
-            x, anchor = title.x - half - _MARK_GAP, title
-            x = x if x - _MARK_SIZE > chip.x else outside  # no room in the box left of the title: outside it
+        noted = [i for i in stale if i.replace("chip:", "chip-note:") in ids]
+        chip_id = (noted or stale)[0]  # the chip with the creator's line: the tensor the message is about
+        chip = ids[chip_id]
+        if part.kind == "versions":  # this chip's ⚠ line (a box with two stale chips has one of each)
+            rows = [t for t in scene.items if t.style == "graph-chip-warning" and chip.y < t.y < chip.y + chip.h]
         else:
-            key = {"tensor": stale[0].replace("chip:", "chip-text:"), "versions": f"warning:{part.node_id}"}[part.kind]
-            x, anchor = outside, ids.get(key, chip)
-        middle = anchor.y + size_of(anchor, scene.styles) / 2 if isinstance(anchor, Text) else anchor.y + anchor.h / 2
+            rows = [ids.get(chip_id.replace("chip:", "chip-text:" if part.kind == "tensor" else "chip-note:"))]
+        if not rows or rows[0] is None:  # no line of it drawn (the creator's when the chip has none): no mark
+            continue
+        anchor = rows[0]
+        x = chip.x - PAD_X - _HAZARD_GAP - _MARK_GAP  # left of the box's dashed hazard border
+        middle = anchor.y + size_of(anchor, scene.styles) / 2
         marks.append(Text(x, middle, _CIRCLED[number], "error-part", f"part:{part.kind}", "end", "middle"))
     if not marks:
         return scene
