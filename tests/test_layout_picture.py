@@ -710,6 +710,27 @@ def test_small_separate_storages_stand_side_by_side_under_short_headings(case):
     assert scene.width * 100 / 72 <= 1_040  # the notebook's column, at 100 dpi
 
 
+def test_rows_above_two_dims_name_every_cell_without_brackets_when_those_do_not_fit():
+    cube = torch.arange(24.0).view(2, 3, 4)
+    turned = cube.permute(2, 0, 1)  # the contiguous deep dive's c19
+    fig = draw_layout(turned, names=["turned"])
+    items = fig.scene.ids()
+    for cell in fig.layout_picture.row_cells("turned"):
+        drawn = items.get(f"text:0:turned:{cell.index}")
+        assert drawn is not None and drawn.text, cell  # every cell of the row says which element reads it
+        index = unravel_index(cell.positions[0], tuple(turned.shape))
+        assert drawn.text == ",".join(map(str, index))  # [3,0,1] does not fit a cell at 7 pt: 3,0,1 does
+        assert turned[index].item() == cube.reshape(-1)[cell.index].item()  # the element reading that cell
+        style = STYLES[drawn.style]
+        size = drawn.size or style.size
+        assert size >= MIN_FONT_PT
+        assert text_width(drawn.text, style.family, size, style.weight) <= items[f"cell:0:turned:{cell.index}"].w
+    flat = draw_layout(torch.arange(24.0).view(4, 6).t(), names=["m"])  # 2-D rows keep their brackets
+    assert {t for k, t in texts(flat).items() if k.startswith("text:0:m:")} <= {
+        f"[{i},{j}]" for i in range(6) for j in range(4)
+    }
+
+
 def test_big_storages_keep_one_number_format_and_size_per_row_and_nothing_overflows():
     x = torch.randn(1_000_000)
     views = [x, x[999_990:], x[::100_000]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -1266,12 +1266,17 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
         heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
     ghost_x = strip_width + GHOST_GAP  # past the storage's end: right of the strip, a little apart
     mine = [cell for cell in picture.cells if cell.strip == strip.index]
-    sizes = {}  # one font size per row for its values or element indices: its numbers look alike
+    sizes, bare = {}, set()  # one font size per row for its values or element indices: its numbers look alike
     for name in ["storage", *value_rows, *strip.rows]:
         plain = [c for c in mine if c.row == name and c.text and not c.repeated and c.state != "unknown"]
         values = _holds_values(name)
         style = "value" if values else "element-index"
         fitted = [_fitted_size([c.text], style, c.nbytes / strip.unit_bytes) for c in plain]
+        if 0.0 in fitted and not values and len(rows[name].layout.shape) > 2:  # [1,0,2] too wide: 1,0,2
+            unbracketed = [_fitted_size([_unbracketed(c.text)], style, c.nbytes / strip.unit_bytes) for c in plain]
+            if 0.0 not in unbracketed:
+                fitted = unbracketed
+                bare.add(name)
         if 0.0 in fitted:  # values shrink to the smallest size; element indices are left to the grid
             sizes[name] = MIN_FONT_PT if values else 0.0
         elif any(size is not None for size in fitted):
@@ -1283,6 +1288,8 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
             width = max(width, x0 + wide)
         else:
             x0 = x_at(cell.byte_start)
+        if cell.row in bare:
+            cell = replace(cell, text=_unbracketed(cell.text))
         cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned, sizes.get(cell.row))
     # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
     # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
@@ -1314,6 +1321,11 @@ def _wrapped(label: str, name: str, wide: float) -> str:
         else:
             line += sep + part if line else part
     return "\n".join([*lines, line])
+
+
+def _unbracketed(text: str) -> str:
+    """An element's index without its brackets (``[1,0,2]`` as ``1,0,2``); a count (``×3``) as it is."""
+    return text[1:-1] if text.startswith("[") else text
 
 
 def _holds_values(row: str) -> bool:
@@ -1401,8 +1413,8 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     written in it; a grid of one row of at most 6 elements gets a thin line from each element to that index.
     1-D and 0-d tensors get no grid (their row says the same). Short labels stand left of the strip ("index",
     "storage", "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge).
-    Each row highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``, left out
-    when a row's indices do not fit its cells); a cell read by several
+    Each row highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``; above 2-D
+    ``1,0,2`` when the brackets do not fit; left out when that does not fit either); a cell read by several
     elements (``expand`` with stride 0) shows ``×n`` and is hatched; arrows under the row show one step along
     each dimension (stride k = a jump of k cells). Tensors over one storage share a strip, so sharing and
     non-overlap are visible; a tensor with its own storage gets a separate strip under a short heading
