@@ -6,6 +6,7 @@ and the summary text; the truth is ``torch.arange(n).as_strided(shape, stride, o
 storage, or per-element data pointers.
 """
 
+import io
 import math
 import re
 import subprocess
@@ -242,7 +243,8 @@ def test_tensors_with_other_storages_get_separate_strips(matrix):
     assert "storage of 12 float32 (48 bytes), separate from a's (not shared); a.clone()" in fig.summary
     assert_row_matches_torch(fig, "a.clone()", c, strip=1)
     items = fig.scene.ids()
-    assert items["cell:1:storage:0"].y > items["cell:0:a[2]:0"].y  # the second strip is drawn below the first
+    first, second = items["cell:0:storage:11"], items["cell:1:storage:0"]
+    assert second.y == pytest.approx(first.y) and second.x > first.x + first.w  # small: side by side, one line
     # Rows take the colours in the picture's row order, one style per colour.
     assert [row.name for row in picture.rows] == ["a", "a[2]", "a.clone()"]
     assert [items[f"cell:{s}:{n}:0"].style for s, n in [(0, "a"), (1, "a.clone()")]] == ["row0", "row2"]
@@ -645,7 +647,88 @@ def test_separate_storages_sit_side_by_side_when_they_fit_and_one_under_another_
     fig = draw_layout(wide, wide.clone(), names=["w", "c"])
     items = fig.scene.ids()
     assert items["cell:1:storage:0"].y > items["label:0:w"].y  # too wide together: one under the other
-    assert "separate from w's (not shared)" in items["strip:1"].text
+    assert items["strip:1"].text == "storage 2: 24 float32 (96 bytes) · not shared with storage 1"  # one line
+    assert "separate from w's (not shared)" in fig.summary
+
+
+def saved_and_loaded(obj):
+    """What torch.load returns for ``obj`` saved with torch.save (chapter 7 and the torch_save deep dive)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer)
+
+
+def right_edge(scene, strip: int) -> float:
+    """The rightmost point of every box and text that belongs to storage ``strip`` (its ids name it)."""
+    edges = []
+    for item in scene.items:
+        parts = item.id.split(":")
+        if len(parts) < 2 or parts[1] != str(strip):
+            continue
+        if isinstance(item, Rect):
+            edges.append(item.x + item.w)
+        elif isinstance(item, Text) and item.anchor == "start":
+            style = scene.styles[item.style]
+            edges.append(item.x + text_width(item.text, style.family, item.size or style.size, style.weight))
+    return max(edges)
+
+
+SMALL_SEPARATE_STORAGES = {  # the pictures of chapter 7 c24, the torch_save deep dive c12 and chapter 2 c5
+    "07": lambda base: [
+        saved_and_loaded({"base": base, "window": base[2:5]})["base"],
+        saved_and_loaded({"base": base, "window": base[2:5]})["window"],
+        saved_and_loaded(base[2:5].clone()),
+    ],
+    "torch_save": lambda base: [
+        *saved_and_loaded({"base": base, "window": base[2:5]}).values(),
+        saved_and_loaded(base),
+        saved_and_loaded(base[2:5]),
+    ],
+    "02": lambda base: [base.view(2, 3), base.view(2, 3)[1:], base.view(2, 3)[1:].clone()],
+}
+
+
+@pytest.mark.parametrize("case", list(SMALL_SEPARATE_STORAGES))
+def test_small_separate_storages_stand_side_by_side_under_short_headings(case):
+    tensors = SMALL_SEPARATE_STORAGES[case](torch.arange(10.0, 16.0))
+    names = [f"tensor {k}, saved" for k in range(len(tensors))]  # long names, as the notebooks give
+    fig = draw_layout(*tensors, names=names)
+    scene, strips = fig.scene, fig.layout_picture.strips
+    items = scene.ids()
+    assert len(strips) >= 2
+    for k in range(1, len(strips)):
+        before, cell = items[f"cell:{k - 1}:storage:0"], items[f"cell:{k}:storage:0"]
+        assert cell.y == pytest.approx(before.y)  # the storages stand on one line, left to right
+        assert right_edge(scene, k - 1) < cell.x and right_edge(scene, k - 1) < items[f"strip:{k}"].x  # apart
+        heading = items[f"strip:{k}"].text
+        size = f"{strips[k].pieces[-1][2] // 4} float32 ({strips[k].pieces[-1][2]} bytes)"
+        assert heading == f"storage {k + 1}: {size}\nnot shared with storage 1"  # short, one meaning a line
+        assert f'separate from the storage of "{names[0]}" (not shared)' in fig.summary  # the full sentence
+    first_bytes = strips[0].pieces[-1][2]
+    assert items["strip:0"].text == f"storage 1: {first_bytes // 4} float32 ({first_bytes} bytes)"
+    assert scene.width * 100 / 72 <= 1_040  # the notebook's column, at 100 dpi
+
+
+def test_rows_above_two_dims_name_every_cell_without_brackets_when_those_do_not_fit():
+    cube = torch.arange(24.0).view(2, 3, 4)
+    turned = cube.permute(2, 0, 1)  # the contiguous deep dive's c19
+    fig = draw_layout(turned, names=["turned"])
+    items = fig.scene.ids()
+    for cell in fig.layout_picture.row_cells("turned"):
+        drawn = items.get(f"text:0:turned:{cell.index}")
+        assert drawn is not None and drawn.text, cell  # every cell of the row says which element reads it
+        index = unravel_index(cell.positions[0], tuple(turned.shape))
+        assert drawn.text == ",".join(map(str, index))  # [3,0,1] does not fit a cell at 7 pt: 3,0,1 does
+        assert turned[index].item() == cube.reshape(-1)[cell.index].item()  # the element reading that cell
+        style = STYLES[drawn.style]
+        size = drawn.size or style.size
+        assert size >= MIN_FONT_PT
+        assert text_width(drawn.text, style.family, size, style.weight) <= items[f"cell:0:turned:{cell.index}"].w
+    flat = draw_layout(torch.arange(24.0).view(4, 6).t(), names=["m"])  # 2-D rows keep their brackets
+    assert {t for k, t in texts(flat).items() if k.startswith("text:0:m:")} <= {
+        f"[{i},{j}]" for i in range(6) for j in range(4)
+    }
 
 
 def test_big_storages_keep_one_number_format_and_size_per_row_and_nothing_overflows():
@@ -675,8 +758,8 @@ def test_honest_labels_for_channels_last_and_for_storages_named_with_commas():
     drawn = texts(draw_layout(last, names=["cl"]))
     assert "not contiguous (row-major); contiguous as channels_last" in drawn["label:0:cl"]
     base = torch.arange(4.0)
-    drawn = texts(draw_layout(base, base.clone(), names=["base, saved together", "base, saved alone"]))
-    assert 'separate from the storage of "base, saved together" (not shared)' in drawn["strip:1"]
+    fig = draw_layout(base, base.clone(), names=["base, saved together", "base, saved alone"])
+    assert 'separate from the storage of "base, saved together" (not shared)' in fig.summary
 
 
 def test_rows_take_the_palettes_tensor_colours_twelve_before_repeating():

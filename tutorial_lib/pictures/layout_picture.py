@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -115,6 +115,7 @@ class PictureStrip:
     pieces: tuple[tuple[str, int, int], ...]
     rows: tuple[str, ...]
     description: str
+    heading: str = ""  # the title drawn: short, parts joined by " · " (the description when there is one storage)
 
     def hidden_cells(self) -> int:
         """How many storage cells the gap markers stand for."""
@@ -576,29 +577,35 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     return label, f"{head} {reads}" + (f", {relation}" if relation else "")
 
 
-def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Member, pieces, slots) -> str:
-    """A strip's title: its storage's size, the cells shown, and how it relates to the first strip."""
+def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Member, pieces, slots) -> tuple[str, str]:
+    """A strip's description (its storage's size, the cells shown, how it relates to the first strip: the summary
+    says it) and its heading drawn in the picture: the same, short, when the picture has several storages
+    ("storage 2: 3 float32 (12 bytes) · not shared with storage 1")."""
     lay = group[0].layout
-    description = f"storage of {lay.storage_numel:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
+    size = f"{lay.storage_numel:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
     if lay.storage_nbytes % lay.itemsize:  # e.g. a float32 view of 7 uint8 bytes: 1 whole float32 and 3 bytes
         extra = plural(lay.storage_nbytes % lay.itemsize, "byte")
-        description = (
-            f"storage of {lay.storage_nbytes:,} bytes ({lay.storage_numel:,} whole {dtype_name(lay.dtype)} and {extra})"
-        )
+        size = f"{lay.storage_nbytes:,} bytes ({lay.storage_numel:,} whole {dtype_name(lay.dtype)} and {extra})"
+    description, heading, parts = f"storage of {size}", f"storage {strip_no + 1}: {size}", []
     if any(kind == "gap" for kind, _, _ in pieces):
-        description += f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
+        shown = f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
+        description, heading = description + shown, heading + shown
     if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
         description += " (a Layout does not say which storage it is over: drawn apart)"
+        parts.append("a Layout: which storage is not known")
     elif strip_no > 0 and any(_overlaps(m.tensor, first_of_all.tensor) for m in group):
         # Two storage objects over overlapping memory: two from_numpy (or frombuffer) of one array's parts.
         description += f", another storage object over memory {first_of_all.name}'s storage also uses (shared)"
+        parts.append("shares memory with storage 1")
     elif strip_no > 0:
         name = first_of_all.name  # a name with spaces or commas is quoted, so it does not run into the words
         owner = f'the storage of "{name}"' if re.search(r"[\s,]", name) else f"{name}'s"
         description += f", separate from {owner} (not shared)"
+        parts.append("not shared with storage 1")
     if len(group) > 1 and any(m.tensor is None for m in group):
         description += " (Layouts drawn on one strip because their storage sizes match)"
-    return description
+        parts.append("Layouts on one strip: same storage size")
+    return description, " · ".join([heading, *parts])
 
 
 def _check_copied(copied, names: list[str]) -> dict:
@@ -666,8 +673,9 @@ def layout_picture(
         budget = max(align, _align_down(min(max_cells, MAX_CELLS) * unit, align))
         pieces = _pieces(group, _align_down(first.layout.storage_nbytes, align), budget, align, unit)
         windows = _slots(pieces, size)
-        description = _strip_description(strip_no, group, groups[0][0], pieces, windows)
-        strips.append(PictureStrip(strip_no, size, unit, pieces, tuple(m.name for m in group), description))
+        description, heading = _strip_description(strip_no, group, groups[0][0], pieces, windows)
+        heading = heading if len(groups) > 1 else description  # one storage: nothing to tell it apart from
+        strips.append(PictureStrip(strip_no, size, unit, pieces, tuple(m.name for m in group), description, heading))
 
         for window in windows:
             texts = ("",) * len(window)
@@ -786,8 +794,8 @@ LABEL_LIFT = 0.12  # labels and storage indices stand this far above their cells
 LANE_HEIGHT = 0.75  # per step arrow under a row
 ROW_PAD = 0.25  # below a row's last arrow
 STRIP_GAP = 0.5
-STRIP_GAP_ACROSS = 2.0  # between storages drawn side by side
-SIDE_BY_SIDE = 29.0  # cells: separate storages sit side by side when together no wider (~1,000 px at 100 dpi)
+STRIP_GAP_ACROSS = 1.5  # between storages drawn side by side
+SIDE_BY_SIDE = 29.9  # cells: separate storages sit side by side when together no wider (1,037 px at 100 dpi)
 TITLE_GAP = 0.35  # between the ruler (or a narrower strip) and the storage's title under it
 VALUE_STRIP_GAP = 0.15  # above a narrower strip of the same bytes as another dtype
 VALUE_STRIP_HEIGHT = 0.8
@@ -803,6 +811,7 @@ GRID_TITLE_HEIGHT = 0.7
 BLOCK_LABEL_HEIGHT = 0.6  # a block's leading indices, above it (more than 2 dims)
 GRID_HEAD_HEIGHT = 0.5  # column numbers above a block
 ELEMENT_HEIGHT = 0.8
+COMPACT_LABEL = 6.0  # cells: side by side, a row's label wraps to its block's width, or at least this
 COPY_ELEMENT_HEIGHT = 1.25  # a copy's element: its storage index, and under it the cell whose value it holds
 MAX_ELEMENT_WIDTH = 2.5  # cells: an element widens to fit its storage index up to this, then the text shrinks
 BLOCK_GAP = 0.6  # between blocks across
@@ -1024,13 +1033,17 @@ def _grid_title(grid: PictureGrid, counted_in: str = "") -> str:
 
 
 def _grid_items(
-    grid: PictureGrid, fill: str, x: float, y: float, counted_in: str = ""
+    grid: PictureGrid, fill: str, x: float, y: float, counted_in: str = "", compact: bool = False
 ) -> tuple[list, float, float, list]:
     """A tensor's grid with its top left at (x, y): its items, width and height (in cells and layout units), and
-    ``(element, x of its middle, y of its bottom)`` per drawn element, where a connector to its cell starts."""
+    ``(element, x of its middle, y of its bottom)`` per drawn element, where a connector to its cell starts.
+    ``compact``: the title's "(…)" on a second line, so the grid is narrower."""
     name, shape = grid.row, grid.shape
-    items = [Text(_px(x), _py(y), _grid_title(grid, counted_in), "grid-title", f"gridtitle:{name}")]
-    width, height, anchors = _cells_wide(items[0].text, "grid-title"), GRID_TITLE_HEIGHT, []
+    title = _grid_title(grid, counted_in)
+    title = title.replace(" (", "\n(", 1) if compact and title.endswith(")") else title
+    items = [Text(_px(x), _py(y), title, "grid-title", f"gridtitle:{name}")]
+    title_h = GRID_TITLE_HEIGHT + title.count("\n") * LINE_UNITS
+    width, height, anchors = _cells_wide(items[0].text, "grid-title"), title_h, []
     if not grid.elements:
         return items, width, height, anchors
     first = grid.blocks[0]
@@ -1043,7 +1056,7 @@ def _grid_items(
     block_h = label_h + GRID_HEAD_HEIGHT + len(first.rows) * element_h
     for k, block in enumerate(grid.blocks):
         bx = x + head_w + block.place * (block_w + BLOCK_GAP)
-        top = y + GRID_TITLE_HEIGHT + block.line * (block_h + LINE_GAP)
+        top = y + title_h + block.line * (block_h + LINE_GAP)
         width = max(width, bx + block_w - x)
         ident = f"{name}:{k}"
         if None in block.lead:
@@ -1141,10 +1154,12 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
 
     Returns ``(groups of items: heads, grids, cells, labels, steps; width and height in cells and layout units;
     gutter width)``: the gutter left of x = 0 holds the short labels "index", "storage", "bytes" in place.
-    ``compact``: the title and row labels take two lines each, so storages fit side by side.
+    ``compact``: the heading's parts, row labels and grid titles wrap onto more lines, so storages fit side by
+    side. The returned ``top`` is the storage strip's, so blocks side by side can line their strips up.
     """
-    lines = LINE_UNITS if compact else 0.0  # the height a second line of a title or label adds
-    title = strip.description.replace(", ", ",\n", 1) if compact else strip.description
+    lines = LINE_UNITS if compact else 0.0  # the height each further line of a title or label adds
+    title = strip.heading or strip.description
+    title = title.replace(" · ", "\n") if compact else title
     x_at, gaps, strip_width = _across(strip)
     heads, grid_items, cells, labels, steps = [], [], [], [], []
     width = max(strip_width, _cells_wide(title, "strip-title"))
@@ -1160,10 +1175,10 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
             continue
         row_dtype = rows[name].layout.dtype
         counted_in = dtype_name(row_dtype) if rows[name].layout.itemsize != strip.itemsize else ""
-        drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in)
+        drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in, compact)
         if x > 0 and x + grid_w > band_w:
             x, line_top, line_h = 0.0, line_top + line_h + GRID_LINE_GAP, 0.0
-            drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in)
+            drawn, grid_w, grid_h, anchors = _grid_items(grids[name], fills[name], x, line_top, counted_in, compact)
         grid_items += drawn
         placed.append((grids[name], anchors, line_top, (x, line_top, grid_w, grid_h)))
         width = max(width, x + grid_w)
@@ -1218,12 +1233,13 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
         y += VALUE_STRIP_HEIGHT
     y += TITLE_GAP  # the storage's title under it, at the strip it names
     heads.append(Text(_px(0), _py(y), title, "strip-title", f"strip:{strip.index}"))
-    y += TITLE_HEIGHT - TITLE_RAISE + ("\n" in title) * lines * palette.TITLE_PT / FONT_PT
+    y += TITLE_HEIGHT - TITLE_RAISE + title.count("\n") * lines * palette.TITLE_PT / FONT_PT
+    wrap_at = max(width, COMPACT_LABEL)  # compact: labels wrap to the block's width so far
     for name in strip.rows:
         row = rows[name]
-        label = row.label.replace("  ·  ", "\n", 1) if compact else row.label
+        label = _wrapped(row.label, name, wrap_at) if compact else row.label
         width = max(width, _cells_wide(label, "label"))
-        y += LABEL_HEIGHT + ("\n" in label) * lines
+        y += LABEL_HEIGHT + label.count("\n") * lines
         row_y[name] = y
         label_y = _py(y - LABEL_LIFT)
         labels.append(Text(_px(0), label_y, label, "label", f"label:{strip.index}:{name}", baseline="bottom"))
@@ -1250,13 +1266,17 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
         heads += [_centred(middle, row_y[name] + CELL_HEIGHT / 2, "…", "elided") for name in strip.rows]
     ghost_x = strip_width + GHOST_GAP  # past the storage's end: right of the strip, a little apart
     mine = [cell for cell in picture.cells if cell.strip == strip.index]
-    sizes = {}  # one font size per row for its values or element indices: its numbers look alike
+    sizes, bare = {}, set()  # one font size per row for its values or element indices: its numbers look alike
     for name in ["storage", *value_rows, *strip.rows]:
         plain = [c for c in mine if c.row == name and c.text and not c.repeated and c.state != "unknown"]
         values = _holds_values(name)
-        fitted = [
-            _fitted_size([c.text], "value" if values else "element-index", c.nbytes / strip.unit_bytes) for c in plain
-        ]
+        style = "value" if values else "element-index"
+        fitted = [_fitted_size([c.text], style, c.nbytes / strip.unit_bytes) for c in plain]
+        if 0.0 in fitted and not values and len(rows[name].layout.shape) > 2:  # [1,0,2] too wide: 1,0,2
+            unbracketed = [_fitted_size([_unbracketed(c.text)], style, c.nbytes / strip.unit_bytes) for c in plain]
+            if 0.0 not in unbracketed:
+                fitted = unbracketed
+                bare.add(name)
         if 0.0 in fitted:  # values shrink to the smallest size; element indices are left to the grid
             sizes[name] = MIN_FONT_PT if values else 0.0
         elif any(size is not None for size in fitted):
@@ -1268,6 +1288,8 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
             width = max(width, x0 + wide)
         else:
             x0 = x_at(cell.byte_start)
+        if cell.row in bare:
+            cell = replace(cell, text=_unbracketed(cell.text))
         cells += _cell_items(cell, x0, row_y[cell.row], wide, fills.get(cell.row, ""), turned, sizes.get(cell.row))
     # A row reading past the end of the storage (each row counts in its own dtype: a float32 tensor and its
     # view(torch.uint8) read the same bytes, 4 and 16 cells of them).
@@ -1282,12 +1304,45 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
     for text, middle in gutter:
         ident = f"gutter:{strip.index}:{text}"
         heads.append(Text(_px(-GUTTER_PAD), _py(middle), text, "gutter", ident, "end", "middle"))
-    return (heads, grid_items, cells, labels, steps), width, y, gutter_w
+    return (heads, grid_items, cells, labels, steps), width, y, gutter_w, top
+
+
+def _wrapped(label: str, name: str, wide: float) -> str:
+    """A row's label on lines no wider than ``wide`` cells where it can, broken only between its parts: the name,
+    where it reads ("shape (6,)  stride (1,)  offset 0"), and the rest ("float32  ·  contiguous")."""
+    rest = label.removeprefix(f"{name}: ")
+    where, _, after = rest.partition("  ·  ")
+    parts = [(f"{name}:", ""), (where, " "), (after, "  ·  ")] if rest != label else [(where, ""), (after, "  ·  ")]
+    lines, line = [], ""
+    for part, sep in [(part, sep) for part, sep in parts if part]:
+        if line and _cells_wide(line + sep + part, "label") > wide:
+            lines.append(line)
+            line = part
+        else:
+            line += sep + part if line else part
+    return "\n".join([*lines, line])
+
+
+def _unbracketed(text: str) -> str:
+    """An element's index without its brackets (``[1,0,2]`` as ``1,0,2``); a count (``×3``) as it is."""
+    return text[1:-1] if text.startswith("[") else text
 
 
 def _holds_values(row: str) -> bool:
     """Whether a row of cells holds values (a storage strip, or its bytes read as another dtype)."""
     return row.startswith("storage")
+
+
+def _lined_up(blocks: list) -> list:
+    """Blocks to stand side by side, their strips on one line: a block after the first drops its in-place labels
+    ("index", "storage", "bytes") when they are only those three, as the first block's label its line too."""
+    result = blocks[:1]
+    for (heads, *rest), width, height, gutter, top in blocks[1:]:
+        labels = [item for item in heads if getattr(item, "id", "").startswith("gutter:")]
+        if len(labels) == 3:  # no narrower strip of another dtype, whose label only this block has
+            heads, gutter = [item for item in heads if item not in labels], 0.0
+        result.append(((heads, *rest), width, height, gutter, top))
+    return result
 
 
 def layout_scene(picture: LayoutPicture) -> Scene:
@@ -1316,18 +1371,21 @@ def layout_scene(picture: LayoutPicture) -> Scene:
     blocks = [_strip_block(picture, strip, fills, rows, grids) for strip in picture.strips]
     side_by_side = False
     gutter = _cells_wide("storage", "gutter") + GUTTER_PAD  # the least a block's gutter takes
-    strips_alone = sum(_across(strip)[2] + gutter for strip in picture.strips) + STRIP_GAP_ACROSS * (len(blocks) - 1)
-    if len(blocks) > 1 and strips_alone <= SIDE_BY_SIDE:  # side by side when they fit, titles and labels in 2 lines
+    strips_alone = gutter + sum(_across(strip)[2] for strip in picture.strips) + STRIP_GAP_ACROSS * (len(blocks) - 1)
+    if len(blocks) > 1 and strips_alone <= SIDE_BY_SIDE:  # side by side when they fit, titles and labels wrapped
         compact = [_strip_block(picture, strip, fills, rows, grids, compact=True) for strip in picture.strips]
-        across = sum(gutter + width for _, width, _, gutter in compact) + STRIP_GAP_ACROSS * (len(blocks) - 1)
+        compact = _lined_up(compact)
+        across = sum(gutter + width for _, width, _, gutter, _ in compact) + STRIP_GAP_ACROSS * (len(blocks) - 1)
         side_by_side = across <= SIDE_BY_SIDE
         blocks = compact if side_by_side else blocks
     groups, x, y, width, height = [[] for _ in range(5)], 0.0, TOP_MARGIN, 0.0, 0.0
-    for parts, block_w, block_h, gutter in blocks:
-        dx, dy = (x + gutter) * CELL_PT, y * ROW_PT
+    lowest = max(top for *_, top in blocks)
+    for parts, block_w, block_h, gutter, top in blocks:
+        drop = lowest - top if side_by_side else 0.0  # side by side, the storage strips stand on one line
+        dx, dy = (x + gutter) * CELL_PT, (y + drop) * ROW_PT
         for group, items in zip(groups, parts):
             group += [_shifted(item, dx, dy) for item in items]
-        width, height = max(width, x + gutter + block_w), max(height, y + block_h)
+        width, height = max(width, x + gutter + block_w), max(height, y + drop + block_h)
         if side_by_side:
             x += gutter + block_w + STRIP_GAP_ACROSS
         else:
@@ -1352,14 +1410,16 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     Each number has one meaning: a grid's numbers are storage indices, the strip's are values, a row's name
     elements. Each tensor of 2 or more dims is drawn as a grid of its shape (blocks by its leading dims above
     2-D, big grids cut with "…"), element ``t[i, j]`` in its tensor's colour with the storage index it reads
-    written in it; a grid of one row of at most 6 elements gets a thin line from each element to that index. 1-D and 0-d
-    tensors get no grid (their row says the same). Short labels stand left of the strip ("index", "storage",
-    "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge). Each row
-    highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``, left out when a
-    row's indices do not fit its cells); a cell read by several elements (``expand`` with stride 0) shows ``×n``
-    and is hatched; arrows under the row show one step along each dimension (stride k = a jump of k cells).
-    Tensors over one storage share a strip, so sharing and non-overlap are visible; a tensor with its own storage
-    gets a separate strip, beside the first when they fit about 1,000 px. Rows whose itemsizes differ
+    written in it; a grid of one row of at most 6 elements gets a thin line from each element to that index.
+    1-D and 0-d tensors get no grid (their row says the same). Short labels stand left of the strip ("index",
+    "storage", "bytes"); the storage's title is under its byte ruler (a tooth per byte, a number per cell edge).
+    Each row highlights the cells its tensor reads, each naming the element that reads it (``[1,0]``; above 2-D
+    ``1,0,2`` when the brackets do not fit; left out when that does not fit either); a cell read by several
+    elements (``expand`` with stride 0) shows ``×n`` and is hatched; arrows under the row show one step along
+    each dimension (stride k = a jump of k cells). Tensors over one storage share a strip, so sharing and
+    non-overlap are visible; a tensor with its own storage gets a separate strip under a short heading
+    ("storage 2: … · not shared with storage 1"; the summary says it in full), beside the first, the strips on
+    one line, when they fit about 1,040 px. Rows whose itemsizes differ
     (``view(torch.uint8)``) are drawn per byte so byte extents line up, and the bytes' values in that dtype get a
     second, narrower strip. A storage longer than ``max_cells`` cells is drawn as windows around the region
     the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly and stays
