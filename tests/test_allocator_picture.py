@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 
 import colours  # noqa: E402
 import pytest  # noqa: E402
+from geometry import segment_meets_box  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.pictures.allocator_picture import allocator_scene  # noqa: E402
@@ -146,18 +147,6 @@ def test_a_live_snapshot_draws_what_the_allocator_counts():
     del x, y
 
 
-def _crosses(line, box) -> bool:
-    """Whether the straight segment ``line`` (two points) passes through the rectangle ``box`` (x, y, w, h)."""
-    (x0, y0), (x1, y1) = line
-    left, top, right, bottom = box
-    steps = 200
-    for k in range(steps + 1):
-        x, y = x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps
-        if left <= x <= right and top <= y <= bottom:
-            return True
-    return False
-
-
 def test_no_connector_strikes_the_insets_label():
     # Review 22: the inset's title sat on the dashed connector running from the bar down to the inset.
     scene = allocator_scene(SNAPSHOTS["one_tensor"], source=H100)
@@ -171,7 +160,8 @@ def test_no_connector_strikes_the_insets_label():
         size = scene.styles[label.style].size
         top = {"bottom": label.y - size, "middle": label.y - size / 2, "top": label.y}[label.baseline]
         for connector in connectors:
-            assert not _crosses(connector.points, (left, top, left + width, top + size)), (label.id, connector.id)
+            struck = segment_meets_box(connector.points, left, top, left + width, top + size)
+            assert not struck, (label.id, connector.id)
     texts = dict(scene.texts())
     assert "magnified ×" in texts["alloc-seg0-block0-inset-label"] + texts.get("alloc-seg0-block0-inset-zoom", "")
 

@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import colours  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from geometry import corners, segment_meets_box  # noqa: E402
 from ground_truth import truth_map  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -579,17 +580,6 @@ def test_each_number_has_one_meaning_grid_storage_index_row_element_index_strip_
     assert len({fig.scene.ids()[f"text:0:y = x.t():{k}"].size for k in range(12)}) == 1
 
 
-def _crosses(line, box) -> bool:
-    """Whether the straight line passes through the inside of the box (sampled finely along its length)."""
-    (x0, y0), (x1, y1) = line.points
-    inside = [
-        box.x + 1e-6 < x0 + k / 200 * (x1 - x0) < box.x + box.w - 1e-6
-        and box.y + 1e-6 < y0 + k / 200 * (y1 - y0) < box.y + box.h - 1e-6
-        for k in range(201)
-    ]
-    return any(inside)
-
-
 def test_one_row_grids_are_joined_to_the_storage_index_each_element_reads():
     row = torch.arange(6.0).view(1, 6)
     every_other = row[:, ::2]
@@ -606,7 +596,8 @@ def test_one_row_grids_are_joined_to_the_storage_index_each_element_reads():
             index = int(torch.arange(6).as_strided(tensor.shape, tensor.stride(), 0).reshape(-1)[position])
             cell = items[f"cell:0:storage:{index}"]
             assert x1 == pytest.approx(cell.x + cell.w / 2) and y1 < items[f"index:0:storage:{index}"].y
-            assert not [e for e in elements if _crosses(line, e)]  # never behind a cell
+            behind = [e for e in elements if segment_meets_box(line.points, *corners(e), edges=False)]
+            assert not behind  # never behind a cell
 
 
 def test_connectors_only_when_every_grid_on_the_line_has_at_most_six_elements(matrix):
