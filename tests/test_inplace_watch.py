@@ -829,3 +829,15 @@ def test_a_line_of_a_cell_is_named_by_the_cell_and_a_line_of_a_file_by_its_path(
     assert tl.SourceLine("/tmp/ipykernel_4242/1023890166.py", 7, "", "").place == "line 7 of a notebook cell"
     assert tl.SourceLine("/home/me/train.py", 7, "", "").place == "train.py:7"
     assert tl.SourceLine("train.py", 12, "f", "x += 1").place == "train.py:12"
+
+
+def test_the_html_explanation_breaks_its_lines_between_words_only():
+    # Review 3: in JupyterLab the explanation's <pre> broke lines inside words ("[torch.Flo / atTensor").
+    from xml.etree import ElementTree
+
+    a, e = stale_exp()
+    (explanation,) = tl.explain_inplace(e)
+    pre = ElementTree.fromstring(explanation._repr_html_())
+    style = dict(part.split(":", 1) for part in pre.get("style").split(";") if part)
+    assert (style["white-space"], style["word-break"], style["overflow-wrap"]) == ("pre-wrap", "normal", "break-word")
+    assert "".join(pre.itertext()) == str(explanation)  # the same text, only its wrapping styled

@@ -805,7 +805,9 @@ class InplaceExplanation:
 
         head = f"<b>RuntimeError</b>: {html.escape(self.message)}\n\n" if self.message else ""
         return (
-            "<pre style='border-left:4px solid #d62728;padding:4px 8px;white-space:pre-wrap'>"
+            # JupyterLab breaks a <pre>'s lines inside words ("[torch.Flo / atTensor"): only between words here
+            "<pre style='border-left:4px solid #d62728;padding:4px 8px;white-space:pre-wrap;"
+            "word-break:normal;overflow-wrap:break-word'>"
             f"{head}{html.escape(str(self))}</pre>"
         )
 
