@@ -694,7 +694,8 @@ def test_small_separate_storages_stand_side_by_side_under_short_headings(case):
         assert right_edge(scene, k - 1) < cell.x and right_edge(scene, k - 1) < items[f"strip:{k}"].x  # apart
         heading = items[f"strip:{k}"].text
         size = f"{strips[k].pieces[-1][2] // 4} float32 ({strips[k].pieces[-1][2]} bytes)"
-        assert heading == f"storage {k + 1}: {size}\nnot shared with storage 1"  # short, one meaning a line
+        earlier = "storage 1" if k == 1 else "storage 1 or 2"  # each earlier storage, not only the first
+        assert heading == f"storage {k + 1}: {size}\nnot shared with {earlier}"  # short, one meaning a line
         assert f'separate from the storage of "{names[0]}" (not shared)' in fig.summary  # the full sentence
     first_bytes = strips[0].pieces[-1][2]
     assert items["strip:0"].text == f"storage 1: {first_bytes // 4} float32 ({first_bytes} bytes)"
@@ -900,10 +901,51 @@ def test_two_storage_objects_over_overlapping_memory_are_not_called_separate():
     a, b = torch.from_numpy(n), torch.from_numpy(n[2:])  # two storages, one numpy buffer
     assert not same_storage(a, b) and np.shares_memory(a.numpy(), b.numpy())
     summary = layout_picture(a, b, names=["a", "b"]).summary
-    assert "another storage object over memory a's storage also uses (shared)" in summary
+    assert (
+        "another storage object over memory a's storage also uses (shared: this one starts at byte 16 of a's)"
+        in summary
+    )
     assert "not shared" not in summary
     c = torch.arange(10.0)  # its own memory
     assert "separate from a's (not shared)" in layout_picture(a, c, names=["a", "c"]).summary
+
+
+def _headings(*tensors):
+    fig = draw_layout(*tensors, names=[f"t{k}" for k in range(len(tensors))])
+    return [
+        text.split("\n")[-1].split(" · ")[-1] for ident, text in fig.scene.texts() if ident.startswith("strip:")
+    ], fig
+
+
+def test_storages_are_compared_by_their_bytes_with_every_earlier_storage():
+    # Rule hunt (rules-s3): "not shared with storage 1" was decided from storage 1's first row's elements only.
+    import numpy as np
+
+    n = np.arange(8, dtype=np.float32)
+    for first in (torch.from_numpy(n)[:2], torch.from_numpy(n)[:0], torch.from_numpy(n)[0]):  # also empty, 0-d
+        second = torch.from_numpy(n[2:])
+        headings, fig = _headings(first, second)
+        assert headings[1] == "shares memory with storage 1", (first.shape, headings)
+        second[0] = 99.0  # the same bytes: storage 1's cell 2 changes
+        assert n[2] == 99.0 and "not shared" not in fig.summary
+        n[2] = 2.0
+    unrelated, q, r = torch.arange(3.0), torch.from_numpy(n), torch.from_numpy(n[1:])
+    headings, fig = _headings(unrelated, q, r)  # storage 3 overlaps storage 2, not storage 1
+    assert headings[1:] == ["not shared with storage 1", "shares memory with storage 2"]
+    assert "over memory t1's storage also uses (shared: this one starts at byte 4 of t1's)" in fig.summary
+    headings, fig = _headings(r, q)  # the later one starts before: said from its side
+    assert headings[1] == "shares memory with storage 1" and "t0's starts at its byte 4" in fig.summary
+    x = torch.arange(4.0)
+    headings, fig = _headings(x, x.clone(), x.clone(), x.clone())
+    assert headings[1:] == [
+        "not shared with storage 1",
+        "not shared with storage 1 or 2",
+        "not shared with storages 1–3",
+    ]
+    assert "separate from t0's and t1's and t2's (not shared)" in fig.summary
+    emptied = torch.arange(4.0)
+    emptied.untyped_storage().resize_(0)  # no bytes: shares none
+    assert _headings(torch.arange(2.0), emptied)[0][1] == "not shared with storage 1"
 
 
 def test_order_is_compared_only_between_rows_that_read_each_cell_once():

@@ -577,10 +577,36 @@ def _row_texts(member: _Member, first: _Member) -> tuple[str, str]:
     return label, f"{head} {reads}" + (f", {relation}" if relation else "")
 
 
-def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Member, pieces, slots) -> tuple[str, str]:
-    """A strip's description (its storage's size, the cells shown, how it relates to the first strip: the summary
-    says it) and its heading drawn in the picture: the same, short, when the picture has several storages
-    ("storage 2: 3 float32 (12 bytes) · not shared with storage 1")."""
+def _byte_range(member: _Member) -> tuple[int, int] | None:
+    """The bytes ``[start, stop)`` of the storage under a row: none for a meta tensor (it has no memory), None
+    where they are not known (a Layout)."""
+    tensor = member.tensor
+    if tensor is None:
+        return None
+    if tensor.device.type == "meta":
+        return 0, 0
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _owner(member: _Member) -> str:
+    """``a's``, or ``the storage of "a, b"`` for a name with spaces or commas (so it does not run into the words)."""
+    return f'the storage of "{member.name}"' if re.search(r"[\s,]", member.name) else f"{member.name}'s"
+
+
+def _numbers(numbers: list[int]) -> str:
+    """Storage numbers in words: ``1``, ``1 and 2``, ``1, 2 and 4``, ``1–3`` for a run of three or more."""
+    if len(numbers) >= 3 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{numbers[0]}–{numbers[-1]}"
+    return ", ".join(map(str, numbers[:-1])) + (" and " if len(numbers) > 1 else "") + str(numbers[-1])
+
+
+def _strip_description(strip_no: int, group: list[_Member], earlier: list[_Member], pieces, slots) -> tuple[str, str]:
+    """A strip's description (its storage's size, the cells shown, how its storage relates to the earlier strips'
+    storages: the summary says it) and its heading drawn in the picture: the same, short, when the picture has
+    several storages ("storage 2: 3 float32 (12 bytes) · not shared with storage 1"). ``earlier`` holds the first
+    row of each earlier strip. Storages are compared by their bytes, so two storage objects over one buffer (two
+    ``from_numpy`` of one array's parts) share memory even where the rows drawn on them do not."""
     lay = group[0].layout
     size = f"{lay.storage_numel:,} {dtype_name(lay.dtype)} ({lay.storage_nbytes:,} bytes)"
     if lay.storage_nbytes % lay.itemsize:  # e.g. a float32 view of 7 uint8 bytes: 1 whole float32 and 3 bytes
@@ -590,18 +616,34 @@ def _strip_description(strip_no: int, group: list[_Member], first_of_all: _Membe
     if any(kind == "gap" for kind, _, _ in pieces):
         shown = f", cells {' and '.join(f'{w.start:,}–{w.stop - 1:,}' for w in slots)} shown"
         description, heading = description + shown, heading + shown
-    if strip_no > 0 and (group[0].tensor is None or first_of_all.tensor is None):
+    mine, theirs = _byte_range(group[0]), [_byte_range(first) for first in earlier]
+    if earlier and (mine is None or None in theirs):
         description += " (a Layout does not say which storage it is over: drawn apart)"
         parts.append("a Layout: which storage is not known")
-    elif strip_no > 0 and any(_overlaps(m.tensor, first_of_all.tensor) for m in group):
-        # Two storage objects over overlapping memory: two from_numpy (or frombuffer) of one array's parts.
-        description += f", another storage object over memory {first_of_all.name}'s storage also uses (shared)"
-        parts.append("shares memory with storage 1")
-    elif strip_no > 0:
-        name = first_of_all.name  # a name with spaces or commas is quoted, so it does not run into the words
-        owner = f'the storage of "{name}"' if re.search(r"[\s,]", name) else f"{name}'s"
-        description += f", separate from {owner} (not shared)"
-        parts.append("not shared with storage 1")
+    elif earlier:
+        shared = [k for k, (start, stop) in enumerate(theirs) if start < mine[1] and mine[0] < stop]
+        if shared:  # two storage objects over overlapping bytes: two from_numpy (or frombuffer) of one array's parts
+            where = []
+            for k in shared:
+                gap = mine[0] - theirs[k][0]
+                owner = _owner(earlier[k])
+                where.append(
+                    f"this one starts at byte {gap:,} of {owner}"
+                    if gap >= 0
+                    else f"{owner} starts at its byte {-gap:,}"
+                )
+            owners = " and ".join(_owner(earlier[k]) for k in shared)
+            description += (
+                f", another storage object over memory {owners} storage also uses (shared: {'; '.join(where)})"
+            )
+            parts.append(
+                f"shares memory with storage{'s' if len(shared) > 1 else ''} {_numbers([k + 1 for k in shared])}"
+            )
+        else:
+            description += f", separate from {' and '.join(_owner(first) for first in earlier)} (not shared)"
+            numbers = list(range(1, len(earlier) + 1))
+            joined = _numbers(numbers).replace(" and ", " or ")
+            parts.append(f"not shared with storage{'s' if len(numbers) >= 3 else ''} {joined}")
     if len(group) > 1 and any(m.tensor is None for m in group):
         description += " (Layouts drawn on one strip because their storage sizes match)"
         parts.append("Layouts on one strip: same storage size")
@@ -673,7 +715,7 @@ def layout_picture(
         budget = max(align, _align_down(min(max_cells, MAX_CELLS) * unit, align))
         pieces = _pieces(group, _align_down(first.layout.storage_nbytes, align), budget, align, unit)
         windows = _slots(pieces, size)
-        description, heading = _strip_description(strip_no, group, groups[0][0], pieces, windows)
+        description, heading = _strip_description(strip_no, group, [g[0] for g in groups[:strip_no]], pieces, windows)
         heading = heading if len(groups) > 1 else description  # one storage: nothing to tell it apart from
         strips.append(PictureStrip(strip_no, size, unit, pieces, tuple(m.name for m in group), description, heading))
 
@@ -1418,8 +1460,9 @@ def draw_layout(*tensors, names=None, ax=None, max_cells: int = 64, show_values:
     elements (``expand`` with stride 0) shows ``×n`` and is hatched; arrows under the row show one step along
     each dimension (stride k = a jump of k cells). Tensors over one storage share a strip, so sharing and
     non-overlap are visible; a tensor with its own storage gets a separate strip under a short heading
-    ("storage 2: … · not shared with storage 1"; the summary says it in full), beside the first, the strips on
-    one line, when they fit about 1,040 px. Rows whose itemsizes differ
+    ("storage 2: … · not shared with storage 1", or "shares memory with storage 1" where two storage objects
+    cover overlapping bytes, each storage compared by its bytes with every earlier one; the summary says it in
+    full), beside the first, the strips on one line, when they fit about 1,040 px. Rows whose itemsizes differ
     (``view(torch.uint8)``) are drawn per byte so byte extents line up, and the bytes' values in that dtype get a
     second, narrower strip. A storage longer than ``max_cells`` cells is drawn as windows around the region
     the tensors use, with "… N cells not shown …" markers, so a 10^8-element tensor draws instantly and stays
