@@ -217,3 +217,95 @@ def test_the_inset_draws_the_blocks_band_behind_the_tensor_as_the_bar_does(figur
     assert scene.styles[band.style].zorder < scene.styles[tensor.style].zorder  # behind the tensor and rounding
     for piece in (tensor, rounding):
         assert band.y < piece.y and piece.y + piece.h < band.y + band.h
+
+
+MiB, GiB = 2**20, 2**30
+
+
+def segments(*rows):
+    """A trimmed snapshot: each row (total size, pool, [(block size, requested, active)])."""
+    return {
+        "segments": [
+            {
+                "total_size": total,
+                "segment_type": pool,
+                "blocks": [
+                    {"size": size, "requested_size": asked, "state": "active_allocated" if on else "inactive"}
+                    for size, asked, on in blocks
+                ],
+            }
+            for total, pool, blocks in rows
+        ]
+    }
+
+
+def inset_factor(scene, ident):
+    """The factor an inset says, and the ratio it is drawn at: its width over the window its connectors mark."""
+    ids, texts = scene.ids(), dict(scene.texts())
+    left, right = (ids[f"{ident}-connector-{side}"].points for side in ("left", "right"))
+    assert left[1][0] == pytest.approx(ids[ident].x) and right[1][0] == pytest.approx(ids[ident].x + ids[ident].w)
+    said = int(texts[f"{ident}-zoom"].removeprefix("magnified ×").replace(",", ""))
+    return said, ids[ident].w / (right[0][0] - left[0][0])
+
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        segments((2 * MiB, "small", [(2 * MiB, 2 * MiB - 512, True)])),  # was "magnified ×1", drawn ×0.75
+        segments((4 * MiB, "large", [(4 * MiB, 4 * MiB - 512, True)])),  # was "magnified ×2", drawn ×1.5
+        SNAPSHOTS["one_tensor"],
+    ],
+)
+def test_an_inset_really_magnifies_shows_the_rounding_and_says_the_ratio_it_is_drawn_at(snapshot):
+    # Rules hunt s3, 6.1: a nearly-2 MiB block's inset was smaller than its bar, its 512 B rounding invisible in it.
+    scene = allocator_scene(snapshot, source="test")
+    ids = scene.ids()
+    said, drawn = inset_factor(scene, "alloc-seg0-block0-inset")
+    assert said > 1 and drawn == pytest.approx(said, rel=1e-6)
+    rounding = ids["alloc-seg0-block0-inset-rounding"]
+    assert rounding.w >= 3 and rounding.w == pytest.approx(ids["alloc-seg0-block0-rounding"].w * said)
+    tensor, frame = ids["alloc-seg0-block0-inset-tensor"], ids["alloc-seg0-block0-inset"]
+    assert tensor.w + rounding.w == pytest.approx(frame.w) and frame.x + frame.w <= ids["alloc-seg0"].x + 440 + 1e-9
+
+
+def test_an_inset_under_a_magnified_segment_says_its_factor_against_the_bar_its_lines_come_from():
+    # Rules hunt s3, 6.2: the 100 MiB segment's inset hung from its ×5 copy but said ×192, true of the true-size bar.
+    snapshot = segments(
+        (2 * MiB, "small", [(MiB, MiB, True), (MiB, MiB, False)]),
+        (100 * MiB, "large", [(100 * MiB, 99 * MiB, True)]),
+        (GiB, "large", [(GiB, GiB, True)]),
+    )
+    scene = allocator_scene(snapshot, source="test")
+    ids = scene.ids()
+    assert "alloc-seg1-magnified" in ids
+    said, drawn = inset_factor(scene, "alloc-seg1-block0-inset")
+    assert drawn == pytest.approx(said, rel=1e-6)
+    bar = ids["alloc-seg1"]  # its lines come from the true-size bar, whose scale is the picture's byte scale
+    start = ids["alloc-seg1-block0-inset-connector-left"].points[0][0]
+    assert bar.x <= start <= bar.x + bar.w
+
+
+def test_an_empty_snapshot_says_it_has_no_segments_and_a_zero_byte_one_is_not_magnified():
+    # Rules hunt s3, 6.4: "one byte scale: full width = 1 B" over no bars, a summary "test: , reserved 0 B; …", and
+    # a 0 B segment "magnified ×500000".
+    scene = allocator_scene({"segments": []}, source="test")
+    texts = [text for _, text in scene.texts()]
+    assert not any("full width" in text or "×" in text for text in texts)
+    assert "no segments: the allocator has reserved nothing" in texts
+    assert scene.title.startswith("test: no segments") and ": ," not in scene.title
+    scene = allocator_scene(segments((0, "large", []), (2 * MiB, "small", [(2 * MiB, MiB, True)])), source="test")
+    assert not any("magnified" in text for _, text in scene.texts())
+    scene = allocator_scene(segments((0, "large", [])), source="test")
+    assert not any("magnified" in text or "full width = 1 B" in text for _, text in scene.texts())
+
+
+def test_a_magnified_copys_label_ends_before_the_copy_whatever_its_factor():
+    # Rules hunt s3, 6.4: room was kept for "magnified ×1000" only; "magnified ×100000" ran into the copy.
+    scene = allocator_scene(
+        segments((128, "small", [(128, 100, True)]), (32 * MiB, "large", [(32 * MiB, 30 * MiB, True)])), source="t"
+    )
+    ids = scene.ids()
+    label, copy = ids["alloc-seg0-magnified-label"], ids["alloc-seg0-magnified"]
+    factor = int(label.text.removeprefix("magnified ×").replace(",", ""))
+    assert factor > 1000 and copy.w == pytest.approx(ids["alloc-seg0"].w * factor)
+    assert label.x + text_width(label.text, "sans", scene.styles[label.style].size, "bold") < copy.x

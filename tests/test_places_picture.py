@@ -42,7 +42,7 @@ def test_a_shared_tensor_is_drawn_in_shared_memory_where_it_was_dashed_and_the_o
         {"message": message},
         before=before,
         elsewhere={"the child's tensor": "message"},
-        moves=[("before:message", "message", "put()"), ("the child's tensor", "message", "mul_(2)")],
+        moves=[("before:message", "message", "put()"), ("the child's tensor", "message", "mul_(2)", "write")],
     )
     scene = fig.scene
     assert column_of(scene, "before:message") == "this process's memory"
@@ -62,7 +62,10 @@ def test_a_shared_tensor_is_drawn_in_shared_memory_where_it_was_dashed_and_the_o
     assert arrow.points[-1][0] == pytest.approx(ids["box:message"].x)
     assert arrow.points[0][1] == arrow.points[-1][1]  # boxes side by side: a level arrow
     assert fig.summary.startswith("this process's memory: message before (16 B) | shared memory: message (16 B)")
-    assert fig.summary.endswith("| message (before) -> message by put() | the child's tensor -> message by mul_(2)")
+    assert fig.summary.endswith(
+        "| message (before) -> message by put(): copies or moves the bytes"
+        " | the child's tensor -> message by mul_(2): writes into memory already there (in place)"
+    )
 
 
 def test_a_file_shows_its_records_and_what_was_loaded_together_shares_one_new_box():
@@ -130,6 +133,9 @@ def test_text_is_readable_and_both_renderers_draw_it():
     [
         ({"moves": [("x", "nowhere", "to")]}, ValueError, "nowhere"),
         ({"moves": [("x", "x")]}, TypeError, "moves"),
+        ({"moves": [("x", "x", "x.add_(1)", "inplace")]}, ValueError, r"moves\[0\]'s kind must be one of"),
+        ({"moves": [("x", "x", "x.add_(1)", 2)]}, TypeError, "moves"),
+        ({"moves": [("x", "x", "f(x)", "map")]}, ValueError, r"moves\[0\] says 'map'"),
         ({"elsewhere": {"child": "x"}}, ValueError, "shared memory"),
         ({"before": [3]}, TypeError, "before"),
         ({"files": ["a"]}, TypeError, "files"),
@@ -179,7 +185,14 @@ def test_mmap_is_a_dashed_arrow_that_says_it_maps_and_torch_load_a_solid_copy(tm
     assert copy.dash is None and mapping.dash is not None  # solid copy, dashed map
     assert texts["movetext:0"] == "torch.load(path)"
     assert "maps, no copy" in texts["movetext:1"] and "maps" not in texts["movetext:0"]
+    assert fig.summary.endswith("linear.pt -> mapped by mmap=True: maps the file's pages, no copy")
     plt.close(fig)
+    # said explicitly, the kind must agree with what /proc/self/maps says
+    said = tl.draw_places(tensors, files={"linear.pt": path}, moves=[("linear.pt", "mapped", "mmap=True", "map")])
+    assert said.scene.ids()["move:0"].style == "map"
+    plt.close(said)
+    with pytest.raises(ValueError, match=r"moves\[0\] says 'copy', but 'mapped' is that file's own pages"):
+        tl.draw_places(tensors, files={"linear.pt": path}, moves=[("linear.pt", "mapped", "mmap=True", "copy")])
     del read, mapped, tensors
 
 
@@ -190,7 +203,10 @@ def test_a_write_has_its_own_line_style_and_legend_entry_apart_from_a_copy_and_a
         {"message": message},
         before=before,
         elsewhere={"the child's tensor": "message"},
-        moves=[("before:message", "message", "inbox.put(message)"), ("the child's tensor", "message", "mul_(2)")],
+        moves=[
+            ("before:message", "message", "inbox.put(message)"),
+            ("the child's tensor", "message", "mul_(2)", "write"),
+        ],
     ).scene
     ids, texts = scene.ids(), dict(scene.texts())
     move, write = (scene.styles[ids[f"move:{k}"].style] for k in (0, 1))
@@ -206,12 +222,58 @@ def test_a_write_has_its_own_line_style_and_legend_entry_apart_from_a_copy_and_a
     assert legend_top > max(item.y + item.h for key, item in ids.items() if key.startswith("column:"))
 
 
-def test_in_place_code_is_a_write_share_memory_is_a_move_and_one_kind_needs_no_legend():
+def test_a_write_said_by_the_caller_is_dotted_share_memory_is_a_move_and_one_kind_needs_no_legend():
     a, b = torch.zeros(3), torch.ones(3)
-    scene = tl.draw_places({"a": a, "b": b}, moves=[("b", "a", "a.copy_(b)")]).scene
+    scene = tl.draw_places({"a": a, "b": b}, moves=[("b", "a", "a.copy_(b)", "write")]).scene
     assert scene.ids()["move:0"].style == "write"
     assert "legend:write" not in scene.ids()  # one kind of arrow: nothing to tell apart
     before = tl.storage_places({"a": a})
     a.share_memory_()
     scene = tl.draw_places({"a": a}, before=before, moves=[("before:a", "a", "a.share_memory_()")]).scene
     assert scene.ids()["move:0"].style == "move"
+
+
+def test_an_arrows_kind_is_what_the_caller_says_never_guessed_from_its_code():
+    # Rules hunt s3, 5: the kind was a regex on the code text, wrong both ways: y[0].add_(1) and z += y drawn as
+    # copies, z.requires_grad_() and my_func_(x) (no bytes written) as writes. The code is a label, not evidence.
+    x, y, z = torch.zeros(3), torch.ones(3), torch.ones(3)
+    fig = tl.draw_places(
+        {"x": x, "y": y, "z": z},
+        moves=[
+            ("x", "y", "y[0].add_(1)", "write"),
+            ("x", "z", "z.requires_grad_()"),
+            ("y", "z", "z += y", "write"),
+            ("y", "x", "my_func_(x)"),
+            ("z", "x", "x.copy_(z)", "copy"),
+        ],
+    )
+    styles = [fig.scene.ids()[f"move:{k}"].style for k in range(5)]
+    assert styles == ["write", "move", "write", "move", "move"]
+    texts = dict(fig.scene.texts())
+    assert [texts[f"movetext:{k}"] for k in range(5)] == [
+        "y[0].add_(1)",
+        "z.requires_grad_()",
+        "z += y",
+        "my_func_(x)",
+        "x.copy_(z)",
+    ]
+    # the text says each arrow's kind in the legend's words, as the picture draws it
+    assert texts["legendtext:write"] == "writes into memory already there (in place)"
+    assert fig.summary.endswith(
+        " | x -> y by y[0].add_(1): writes into memory already there (in place)"
+        " | x -> z by z.requires_grad_(): copies or moves the bytes"
+        " | y -> z by z += y: writes into memory already there (in place)"
+        " | y -> x by my_func_(x): copies or moves the bytes"
+        " | z -> x by x.copy_(z): copies or moves the bytes"
+    )
+    plt.close(fig)
+
+
+def test_an_arrow_from_the_other_process_is_a_copy_unless_the_caller_says_it_writes():
+    message, before = shared_message()
+    moves = [("before:message", "message", "put()"), ("the child's tensor", "message", "print(message)  # reads")]
+    fig = tl.draw_places({"message": message}, before=before, elsewhere={"the child's tensor": "message"}, moves=moves)
+    assert [fig.scene.ids()[f"move:{k}"].style for k in (0, 1)] == ["move", "move"]
+    assert "legend:move" not in fig.scene.ids()  # one kind drawn
+    assert fig.summary.endswith("the child's tensor -> message by print(message)  # reads: copies or moves the bytes")
+    plt.close(fig)

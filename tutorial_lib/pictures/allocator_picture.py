@@ -5,7 +5,8 @@ Drawn from an allocator snapshot: the dict ``torch.cuda.memory._snapshot()`` ret
 ``"segments"`` list whose entries have ``total_size``, ``segment_type`` and ``blocks`` of ``size``,
 ``requested_size``, ``state``), as ``notebooks/data/h100_allocator_snapshots.json`` stores them. Every width is a
 byte count of the snapshot on one byte scale; a segment too short to read is drawn again beside itself, magnified
-(its factor written), and a tail too thin to see gets a magnified inset under its segment.
+(its factor written), and a tail too thin to see gets a magnified inset under its segment. Every factor written is
+against that one byte scale and is the ratio drawn.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ ROW, GAP = 26.0, 8.0
 FONT, SMALL = 9.0, 8.0
 MAX_SEGMENTS = 40  # more segments than this: the largest ones drawn, the rest counted
 MAGNIFY_BELOW = 0.2  # a segment drawn shorter than this share of the full width is also drawn magnified beside it
+THIN = 3.0  # a rounding drawn narrower than this (points) is too thin to see: a one-block segment's gets an inset
+INSET_WIDTH = BAR_WIDTH * 0.75  # an inset's widest, under the right three quarters of the bars
 # the tensors' bytes: the one strong fill of the picture, a dark plum (not blue: the VIEW badge is blue)
 TENSOR = "#663366"
 
@@ -110,6 +113,8 @@ def snapshot_summary(segments: list[Segment], source: str) -> str:
     requested = sum(b.requested for b in active)
     pools = {pool: [s for s in segments if s.pool == pool] for pool in ("small", "large")}
     parts = ", ".join(plural(len(found), f"{pool} segment") for pool, found in pools.items() if found)
+    if not segments:
+        return f"{source}: no segments; the allocator has reserved nothing"
     return (
         f"{source}: {parts}, reserved {format_bytes(reserved)}; {plural(len(active), 'active block')}, allocated "
         f"{format_bytes(allocated)}: the tensors asked for {format_bytes(requested)}, the rounding adds "
@@ -136,6 +141,11 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
         raise TypeError(f"source must say where the snapshot comes from (a non-empty str), got {describe(source)}")
     items: list = [Text(LEFT, TOP + FONT, source, "title", id="alloc-source")]
     y = TOP + FONT + 14
+    if not segments:  # nothing to draw to scale: said in words, no scale, no legend
+        text = "no segments: the allocator has reserved nothing"
+        items.append(Text(LEFT, y + 6, text, "scale", id="alloc-empty"))
+        width = max(BAR_LEFT + BAR_WIDTH, _right(items[-1])) + RIGHT
+        return Scene(width, y + 18, tuple(items), STYLES, snapshot_summary(segments, source))
     # the legend: what each fill means, in words beside its swatch
     x = LEFT
     for style, name in (
@@ -152,11 +162,10 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
     kept = set(sorted(range(len(segments)), key=lambda n: -segments[n].size)[:MAX_SEGMENTS])
     shown = [(n, s) for n, s in enumerate(segments) if n in kept]
     # one byte scale for every segment, so a 2 MiB segment is drawn a sixteenth as long as a 32 MiB one
-    widest = max([s.size for _, s in shown] + [1])
-    scale = BAR_WIDTH / widest
-    items.append(
-        Text(LEFT, y + 6, f"one byte scale: full width = {format_bytes_short(widest)}", "scale", id="alloc-scale")
-    )
+    widest = max(s.size for _, s in shown)
+    scale = BAR_WIDTH / widest if widest else 0.0
+    said = f"one byte scale: full width = {format_bytes_short(widest)}" if widest else "every segment is 0 B long"
+    items.append(Text(LEFT, y + 6, said, "scale", id="alloc-scale"))
     y += 18
     magnify = _magnification([s for _, s in shown], scale)
     for pool in ("small", "large"):
@@ -187,20 +196,22 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
             items.append(Rect(BAR_LEFT, y, width, ROW, "segment", id=prefix))
             thin_tail = _blocks(items, prefix, segment, BAR_LEFT, y, scale)
             end = BAR_LEFT + width
-            if magnify and width < MAGNIFY_BELOW * BAR_WIDTH:
+            if magnify and 0 < width < MAGNIFY_BELOW * BAR_WIDTH:
                 # too short to read its blocks: beside it, the same segment magnified, its factor written
                 factor, zoom_left = magnify
-                label = f"magnified ×{factor}"
+                label = f"magnified ×{factor:,}"
                 middle = y + ROW / 2
                 items.append(Text(end + 6, middle, label, "scale", id=f"{prefix}-magnified-label", baseline="middle"))
                 magnified = f"{prefix}-magnified"
                 items.append(Rect(zoom_left, y, width * factor, ROW, "magnified", id=magnified))
-                thin_tail = _blocks(items, magnified, segment, zoom_left, y, scale * factor)
+                # a rounding the copy shows needs no inset; one still too thin gets it under the true-size bar,
+                # so that its factor, like every other in the picture, is against the one byte scale
+                thin_tail = thin_tail if _blocks(items, magnified, segment, zoom_left, y, scale * factor) else None
                 end = zoom_left + width * factor
             items.append(Text(end + 6, y + ROW / 2, _note(segment), "note", id=f"{prefix}-note", baseline="middle"))
             y += ROW + GAP
             if thin_tail is not None:
-                y = _inset(items, prefix, thin_tail, scale, y)
+                y = _inset(items, prefix, thin_tail, y)
     left_out = len(segments) - len(shown)
     if left_out:
         items.append(
@@ -224,14 +235,17 @@ def _magnification(segments: list[Segment], scale: float):
     """For segments drawn shorter than ``MAGNIFY_BELOW`` of the full width: the one factor (1, 2 or 5 times a power
     of ten) they are all magnified by beside their true-size bar, and where the magnified bars start; None when
     every segment is long enough to read."""
-    short = [s.size * scale for s in segments if s.size * scale < MAGNIFY_BELOW * BAR_WIDTH]
+    short = [s.size * scale for s in segments if 0 < s.size * scale < MAGNIFY_BELOW * BAR_WIDTH]
     if not short:
         return None
     longest = max(short)
-    zoom_left = BAR_LEFT + longest + 6 + text_width("magnified ×1000", "sans", FONT, "bold") + 8
-    room = BAR_LEFT + BAR_WIDTH - zoom_left
-    fits = [m * 10**k for k in range(6) for m in (1, 2, 5) if m * 10**k * longest <= room]
-    return (max(fits), zoom_left) if max(fits, default=1) > 1 else None
+    for factor in sorted((m * 10**k for k in range(6) for m in (1, 2, 5)), reverse=True):
+        # room for its label, and at least for "magnified ×1000" (where the copies of shorter factors start)
+        label = max(text_width(t, "sans", FONT, "bold") for t in ("magnified ×1000", f"magnified ×{factor:,}"))
+        zoom_left = BAR_LEFT + longest + 6 + label + 8
+        if factor * longest <= BAR_LEFT + BAR_WIDTH - zoom_left:
+            return (factor, zoom_left) if factor > 1 else None
+    return None
 
 
 def _blocks(items: list, prefix: str, segment: Segment, left: float, y: float, scale: float):
@@ -252,7 +266,7 @@ def _blocks(items: list, prefix: str, segment: Segment, left: float, y: float, s
                 items.append(
                     Rect(x + tensor_width, y + 8, rounding * scale, ROW - 16, "rounding", id=f"{ident}-rounding")
                 )
-                if rounding * scale < 3 and len(segment.blocks) == 1:
+                if rounding * scale < THIN and len(segment.blocks) == 1:
                     thin_tail = (k, block, x, scale)
         x += block_width
     return thin_tail
@@ -264,16 +278,33 @@ def _right(item: Text) -> float:
     return item.x + (width if item.anchor == "start" else width / 2 if item.anchor == "middle" else 0)
 
 
-def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
-    """The end of a block whose rounding is too thin to see, magnified under it, with connector lines; its factor is
-    said against the picture's byte scale ``scale``."""
+def _window(block: Block, scale: float):
+    """The end of ``block`` an inset shows, and the whole factor it is magnified by there against ``scale``: its
+    last 2 MiB (or 4 times its rounding), else, where that would not magnify or would leave the rounding too thin to
+    see, its last power-of-two bytes holding 4 times the rounding; None when no window does both."""
+    rounding = block.size - block.requested
+    for window in (max(2 * MiB, 4 * rounding), 1 << (4 * rounding - 1).bit_length()):
+        window = min(block.size, window)
+        factor = int(INSET_WIDTH / (window * scale) * (1 + 1e-9))  # whole, so that the drawn ratio is the one said
+        if factor > 1 and rounding * scale * factor >= THIN:
+            return window, factor
+    return None
+
+
+def _inset(items: list, prefix: str, tail, y: float) -> float:
+    """The end of a block whose rounding is too thin to see, magnified under it, with connector lines from the bar
+    it is in (drawn at ``tail``'s scale, the picture's byte scale): its factor is against that bar. Nothing is drawn
+    when no window of the block magnifies it enough to show its rounding."""
     k, block, block_x, drawn_scale = tail
     rounding = block.size - block.requested
-    window = min(block.size, max(2 * MiB, 4 * rounding))
+    found = _window(block, drawn_scale)
+    if found is None:
+        return y
+    window, factor = found
     window_x = block_x + (block.size - window) * drawn_scale  # where the window starts in the segment's bar
     end_x = block_x + block.size * drawn_scale
-    inset_left, inset_width = BAR_LEFT + BAR_WIDTH * 0.25, BAR_WIDTH * 0.75
-    zoom = inset_width / window
+    zoom = drawn_scale * factor  # points a byte in the inset
+    inset_left, inset_width = BAR_LEFT + BAR_WIDTH - INSET_WIDTH, window * zoom
     top = y + 14
     ident = f"{prefix}-block{k}-inset"
     items.append(Line(((window_x, y - GAP), (inset_left, top)), "connector", id=f"{ident}-connector-left"))
@@ -290,7 +321,7 @@ def _inset(items: list, prefix: str, tail, scale: float, y: float) -> float:
     label_x, middle = inset_left - 6, top + (ROW - 8) / 2
     label = f"the block's last {format_bytes_short(window)},"
     items.append(Text(label_x, middle - 5, label, "note", id=f"{ident}-label", anchor="end", baseline="middle"))
-    zoom_text = f"magnified ×{zoom / scale:,.0f}"
+    zoom_text = f"magnified ×{factor:,}"
     items.append(Text(label_x, middle + 5, zoom_text, "note", id=f"{ident}-zoom", anchor="end", baseline="middle"))
     for x, text, part, anchor in (
         (inset_left + tensor_width / 2, f"tensor ends: {block.requested:,} B", "tensor", "middle"),
@@ -310,7 +341,10 @@ def draw_allocator_snapshot(snapshot, *, source: str, ax=None):
     rounding after them, hatched; a free block (kept for the next tensor) is dashed. Every segment is on one byte
     scale (said above them), so a 2 MiB small-pool segment is a sixteenth as long as a 32 MiB one; a segment
     shorter than a fifth of the widest is drawn again beside itself, magnified by the factor written there. A
-    rounding too thin to see in a one-block segment gets a magnified inset.
+    rounding too thin to see in a one-block segment (in its magnified copy too, if it has one) gets an inset under
+    its true-size bar: the block's last 2 MiB, or fewer bytes where 2 MiB would not magnify enough to show the
+    rounding, magnified by the whole factor written beside it (against the byte scale, as drawn). A snapshot with
+    no segments says so in words.
 
     Args:
         snapshot: ``torch.cuda.memory._snapshot()`` (take it on your GPU), or a dict with a ``"segments"`` list in

@@ -3,11 +3,10 @@ maps it), a GPU, a file on disk, a file mapped into memory. Each storage is a bo
 on it, with its size; arrows are what the code did (``.to()``, ``put()``, ``torch.save``, ``torch.load``).
 
 Places, sizes and which tensors share a storage come from ``facts.places`` (``is_shared()``, the process's
-memory map, storage identity, the file's own zip directory); only the arrows' words come from the caller."""
+memory map, storage identity, the file's own zip directory), and so does whether an arrow maps a file; the arrows'
+words, and whether one writes in place rather than copies, come from the caller."""
 
 from __future__ import annotations
-
-import re
 
 from ..common.checks import describe
 from ..facts.memory import format_bytes, format_bytes_short
@@ -46,15 +45,27 @@ ARROW_MEANINGS = {
     "map": "maps the file's pages, no copy",
     "write": "writes into memory already there (in place)",
 }
-# an in-place method (PyTorch names them with a trailing underscore) called in the arrow's code: ``mul_(2)``,
-# ``x.copy_(y)``; share_memory_() moves the storage rather than writing into it
-_IN_PLACE = re.compile(r"(?<![\w.])(?:\w+\.)*([A-Za-z]\w*_)\(")
-_MOVES_STORAGE = {"share_memory_"}
+#: What a move may say it did, as its fourth element, and the arrow style that draws it.
+MOVE_KINDS = {"copy": "move", "map": "map", "write": "write"}
 
 
-def _writes(how: str) -> bool:
-    """Whether an arrow's code writes in place: it calls an in-place method other than ``share_memory_``."""
-    return any(name not in _MOVES_STORAGE for name in _IN_PLACE.findall(how))
+def _arrow_kinds(moves, maps: list[bool]) -> list[str]:
+    """Each move's arrow style: the kind its fourth element names, else a map where the facts say its target is the
+    file's own pages (``maps``), else a copy or move. A kind that the facts contradict (a map that is not one, or a
+    copy or write where the file is mapped) is refused: the picture draws what happened, not what was claimed."""
+    kinds = []
+    for k, (move, mapped) in enumerate(zip(moves, maps)):
+        said = move[3] if len(move) > 3 else None
+        if said is None:
+            kinds.append("map" if mapped else "move")
+            continue
+        if said not in MOVE_KINDS:
+            raise ValueError(f"moves[{k}]'s kind must be one of {', '.join(map(repr, MOVE_KINDS))}, got {said!r}")
+        if (said == "map") != mapped:
+            facts = "is that file's own pages" if mapped else "is not the pages of a file drawn here"
+            raise ValueError(f"moves[{k}] says {said!r}, but {move[1]!r} {facts} (read from /proc/self/maps)")
+        kinds.append(MOVE_KINDS[said])
+    return kinds
 
 
 class _Box:
@@ -85,8 +96,9 @@ def _storage_lines(place: StoragePlace, before: bool) -> list[tuple[str, str]]:
     return lines + [(size, "note")]
 
 
-def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent=None) -> str:
-    """The picture's one line: each place and what it holds, then the arrows."""
+def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent=None, kinds=()) -> str:
+    """The picture's one line: each place and what it holds, then the arrows, each with what it did in the legend's
+    words (``kinds``: each arrow's style, a key of ``ARROW_MEANINGS``)."""
     held: dict[str, list[str]] = {}
     for place in places:
         size = "no memory" if place.place == META else format_bytes(place.nbytes)
@@ -107,7 +119,9 @@ def places_summary(places, before=(), files=(), moves=(), elsewhere=None, absent
     def said(key: str) -> str:
         return f"{key[len('before:') :]} (before)" if key.startswith("before:") else key
 
-    parts += [f"{said(source)} -> {said(target)} by {how}" for source, target, how in moves]
+    parts += [
+        f"{said(move[0])} -> {said(move[1])} by {move[2]}: {ARROW_MEANINGS[kind]}" for move, kind in zip(moves, kinds)
+    ]
     return " | ".join(parts)
 
 
@@ -138,13 +152,13 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
     keys = {box.key: box for box in boxes}
     for name in {n for place in (*places, *before) for n in place.names[1:]}:
         keys.setdefault(name, next(b for b in boxes if name in [t.split(" (before)")[0] for t, _ in b.lines]))
-    for k, (source, target, _) in enumerate(moves):
+    for k, (source, target, *_) in enumerate(moves):
         for end in (source, target):
             if end not in keys:
                 raise ValueError(f"moves[{k}] names {end!r}, which is none of the boxes here: {sorted(keys)}")
-    # a move from a file to a storage that is the file's pages maps it: a dashed arrow whose words say so
-    maps = [source in files_by_name and keys[target] in mapped for source, target, _ in moves]
-    words = [f"{how} (maps, no copy)" if m else how for (_, _, how), m in zip(moves, maps)]
+    kinds = _arrow_kinds(moves, [source in files_by_name and keys[target] in mapped for source, target, *_ in moves])
+    # a map is dashed and its words say so
+    words = [f"{move[2]} (maps, no copy)" if kind == "map" else move[2] for move, kind in zip(moves, kinds)]
     gap = max([MIN_GAP] + [text_width(how, MONO, NOTE_PT) + 16 for how in words])
     items, x, bottom = [], PAD, 0.0
     lefts = {}
@@ -175,14 +189,7 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         for k, (text, style) in enumerate(box.lines):
             items.append(Text(box.x + BOX_PAD, line_y, text, style, f"text:{box.key}:{k}"))
             line_y += _size(style) * 1.3
-    # a move from a process to the storage it maps, or whose code writes in place, writes into memory already there
-    mapping = {label: name for label, name in (elsewhere or {}).items()}
-    writes = [
-        not m and (_writes(how) or (source in mapping and keys.get(mapping[source]) is keys[target]))
-        for (source, target, how), m in zip(moves, maps)
-    ]
-    kinds = ["map" if m else "write" if w else "move" for m, w in zip(maps, writes)]
-    for k, ((source, target, _), how, arrow) in enumerate(zip(moves, words, kinds)):
+    for k, ((source, target, *_), how, arrow) in enumerate(zip(moves, words, kinds)):
         a, b = keys[source], keys[target]
         top, low = max(a.y, b.y), min(a.y + a.h, b.y + b.h)
         ya, yb = ((top + low) / 2,) * 2 if top < low else (a.y + a.h / 2, b.y + b.h / 2)  # level where they face
@@ -205,7 +212,7 @@ def places_scene(places, before=(), files=(), moves=(), elsewhere=None, absent=N
         items.append(Arrow((start, end), arrow, f"move:{k}"))
         middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 - 2)
         items.append(Text(*middle, how, "move-text", f"movetext:{k}", "middle", "bottom"))
-    title = places_summary(places, before, files, moves, elsewhere, absent)
+    title = places_summary(places, before, files, moves, elsewhere, absent, kinds)
     right = max(
         [x - gap + PAD] + [i.x + text_width(i.text, MONO, NOTE_PT) + PAD for i in items if i.id.startswith("movetext:")]
     )
@@ -228,13 +235,14 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
         tensors: ``{name: tensor}``; tensors on one storage share a box (``tl.storage_places``).
         before: ``tl.storage_places(...)`` taken earlier, drawn dashed as "(before)": where a storage was.
         files: ``{name: path, bytes or io.BytesIO}`` that ``torch.save`` wrote: their size and storage records.
-        moves: ``(from, to, how)`` arrows between boxes, named by a tensor's name, ``"before:<name>"``, a file's or
-            a process's name; ``how`` is the code that did it. A move from a file to a storage that is that
-            file's own pages (``torch.load(..., mmap=True)``, read from ``/proc/self/maps``) is drawn dashed and
-            its words end in "(maps, no copy)"; a move that writes into memory already there (from an
-            ``elsewhere`` process to the storage it maps, or whose code calls an in-place method such as
-            ``mul_(2)`` or ``copy_``, ``share_memory_`` aside) is drawn dotted and thicker; every other arrow
-            (a copy or a move) is solid. With two kinds of arrow or more, a legend says what each line means.
+        moves: ``(from, to, how)`` or ``(from, to, how, kind)`` arrows between boxes, named by a tensor's name,
+            ``"before:<name>"``, a file's or a process's name; ``how`` is the code that did it, drawn as its
+            words and never read. ``kind`` says what the arrow did: ``"copy"`` (a copy or a move: solid),
+            ``"write"`` (writes into memory already there, in place, such as ``mul_(2)``: dotted and thicker) or
+            ``"map"``. Without it an arrow is a copy or move, unless it runs from a file to a storage that is
+            that file's own pages (``torch.load(..., mmap=True)``, read from ``/proc/self/maps``): a map, drawn
+            dashed, its words ending in "(maps, no copy)". With two kinds of arrow or more, a legend says what
+            each line means; the summary names each arrow's kind in the legend's words.
         elsewhere: ``{label: name}``: another process whose tensor maps ``name``'s storage (it must be in shared
             memory); the label says what that process saw.
         absent: ``{place: reason}``: a place drawn empty with its reason (``{"cuda": "not run here: no GPU"}``).
@@ -246,7 +254,9 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
         ``fig.scene`` and ``fig.places`` (the ``StoragePlace`` facts drawn).
 
     Raises:
-        TypeError, ValueError: as ``tl.storage_places`` and ``tl.saved_file``; a move naming no box; an
+        TypeError, ValueError: as ``tl.storage_places`` and ``tl.saved_file``; a move naming no box, or a
+            ``kind`` other than "copy", "write", "map", or "map" where the facts show no mapped file (or not
+            "map" where they do); an
         ``elsewhere`` name whose storage is not in shared memory (no other process can map it).
     """
     require_axes(ax)
@@ -266,8 +276,8 @@ def draw_places(tensors, *, before=None, files=None, moves=(), elsewhere=None, a
     if absent is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(absent).items()):
         raise TypeError(f"absent must be a dict {{place: reason}} of str, got {absent!r}")
     moves = tuple(tuple(move) for move in moves)
-    if not all(len(move) == 3 and all(isinstance(part, str) for part in move) for move in moves):
-        raise TypeError(f"moves must be (from, to, how) triples of str, got {moves!r}")
+    if not all(len(move) in (3, 4) and all(isinstance(part, str) for part in move) for move in moves):
+        raise TypeError(f"moves must be (from, to, how) or (from, to, how, kind) tuples of str, got {moves!r}")
     scene = places_scene(places, earlier, saved, moves, elsewhere, absent)
     fig = with_summary(render(scene, ax=ax), scene.title)
     fig.scene, fig.places = scene, places
