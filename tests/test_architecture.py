@@ -172,6 +172,7 @@ TESTED_BY = {
     "facts/live_storages.py": ["test_live_storages.py"],
     "facts/graph.py": ["test_graph.py", "test_edges_graph.py"],
     "facts/inplace_watch.py": ["test_inplace_watch.py"],
+    "facts/cell_lines.py": ["test_cell_lines.py", "test_inplace_watch.py"],
     "facts/inplace_advice.py": ["test_inplace_advice.py", "test_inplace_watch.py"],
     "facts/module_names.py": ["test_module_names.py", "test_inplace_watch.py"],
     "pictures/scene.py": ["test_renderers.py"],

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from ..common.checks import require_type
+from .cell_lines import shown_lineno
 from .module_names import BuildSite, parse_source
 
 #: Names that stand for a module of functions, not a tensor, before ``.relu_(``: ``torch.relu_(h)``.
@@ -229,7 +230,7 @@ def _method_name(op: str) -> str:
 def _clone_fix(statement: Statement, root: str, saved_text: str, lead: str) -> Fix:
     """``root = root.clone()`` before the statement (before its ``no_grad`` block if it has one)."""
     anchor = _grad_off_block(statement) or statement.node
-    where = f"line {anchor.lineno}"
+    where = f"line {shown_lineno(statement.filename, anchor.lineno)}"
     block = (
         " (before the torch.no_grad() block: a clone made inside it has no history)"
         if anchor is not statement.node
@@ -318,12 +319,13 @@ def _ranked(fixes: list[Fix]) -> list[Fix]:
 def _module_fix(change: Change) -> Fix:
     build = change.build
     name = f"{change.module_path} ({change.module_summary})" if change.module_summary else change.module_path
+    built_at = shown_lineno(build.filename, build.lineno) if build is not None else None
     if build is not None and "inplace" in build.line_text:
         old = build.line_text
         new = re.sub(r"inplace\s*=\s*True", "inplace=False", old, count=1)
         if new != old:
             return Fix(
-                f"Build {name} without inplace=True: {new} instead of {old} at line {build.lineno}.",
+                f"Build {name} without inplace=True: {new} instead of {old} at line {built_at}.",
                 (Edit(build.filename, build.lineno, build.lineno, "replace", new),),
             )
     if build is not None:  # inplace given positionally: nn.ReLU(True), nn.LeakyReLU(0.2, True)
@@ -332,7 +334,7 @@ def _module_fix(change: Change) -> Fix:
         if new_call is not None and call in build.line_text:
             new = build.line_text.replace(call, new_call, 1)
             return Fix(
-                f"Build {name} without inplace=True: {new} instead of {build.line_text} at line {build.lineno}.",
+                f"Build {name} without inplace=True: {new} instead of {build.line_text} at line {built_at}.",
                 (Edit(build.filename, build.lineno, build.lineno, "replace", new),),
             )
     return Fix(
@@ -353,9 +355,10 @@ def _view_clone_fix(change: Change, statement: Statement, saved_text: str) -> Fi
     root = roots[0]
     anchor = _grad_off_block(viewing) or viewing.node
     code = f"{root} = {root}.clone()"
+    viewed_at, written_at = shown_lineno(viewing.filename, anchor.lineno), shown_lineno(change.filename, change.lineno)
     text = (
-        f"Clone before the view is taken: {code} just before line {anchor.lineno} ({viewing.text.splitlines()[0]}): "
-        f"line {change.lineno} writes through that view, so the view must be taken from the copy; then {saved_text}"
+        f"Clone before the view is taken: {code} just before line {viewed_at} ({viewing.text.splitlines()[0]}): "
+        f"line {written_at} writes through that view, so the view must be taken from the copy; then {saved_text}"
     )
     return Fix(text, (Edit(viewing.filename, anchor.lineno, anchor.lineno, "insert before", code),))
 
@@ -549,12 +552,13 @@ def fresh_forward_fix(
     statements.sort(key=lambda s: s.first_line)
     code = [s.text if "\n" not in s.text else ast.unparse(s.node) for s in statements]
     listed = "; ".join(code)
-    lines = ", ".join(str(s.first_line) for s in statements)
+    lines = ", ".join(str(shown_lineno(s.filename, s.first_line)) for s in statements)
     backward = f" the backward() at line {backward_line}" if backward_line is not None else " the next backward()"
     step_text = anchor.text.splitlines()[0]
+    step_at = shown_lineno(anchor.filename, anchor.first_line)
     text = (
         f"{lead + ' ' if lead else ''}Run the forward pass again after the update: repeat "
-        f"line{'s' if len(statements) > 1 else ''} {lines} ({listed}) right after line {anchor.first_line} "
+        f"line{'s' if len(statements) > 1 else ''} {lines} ({listed}) right after line {step_at} "
         f"({step_text}), so that{backward} goes through a graph built from the updated values."
     )
     if leak:
@@ -582,8 +586,9 @@ def detach_state_fix(names: list[str], after: tuple[str, int], saved_line: int) 
     if anchor is None or not names:
         return None
     code = f"{', '.join(names)} = {', '.join(f'{n}.detach()' for n in names)}"
+    after = shown_lineno(anchor.filename, anchor.first_line)
     text = (
-        f"Detach the state carried from one batch to the next: {code} right after line {anchor.first_line} "
+        f"Detach the state carried from one batch to the next: {code} right after line {after} "
         f"({anchor.text.splitlines()[0]}), so that the next batch's graph starts at line {saved_line} instead of "
         "reaching back into this one (whose saved tensors the step changes). retain_graph=True is then not needed."
     )

@@ -56,6 +56,7 @@ from torch._C._autograd import _get_sequence_nr
 from ..common.checks import describe, require_positive_int, require_type, shape_text
 from ..common.text import dtype_name, op_name, plural, strip_hint
 from . import module_names
+from .cell_lines import cell_place, shown_lineno
 from .graph import (
     VERSION_ERROR,
     GraphNode,
@@ -97,79 +98,6 @@ _CALL_IMPL = torch.nn.Module._call_impl.__code__
 # Records
 
 
-# A cell's code as ipykernel names it (/tmp/ipykernel_<pid>/<hash>.py) or as plain IPython does (<ipython-input-N-…>).
-#: How IPython runs a cell that starts with a cell magic: the magic's name, then its body as a string literal.
-_CELL_MAGIC = re.compile(r"^get_ipython\(\)\.run_cell_magic\('(\w+)', .*?, (.*)\)$", re.S)
-_CELL_FILE = re.compile(r"(?:^|[/\\])ipykernel_\d+[/\\]\d+\.py$|^<ipython-input-(\d+)-\w+>$")
-
-
-def cell_place(filename: str, lineno: int) -> str | None:
-    """Line ``lineno`` of the IPython or Jupyter cell whose code ``filename`` is, as a reader finds it:
-    ``"line 7 of this cell"`` (the cell running now), ``"line 7 of cell [3]"`` (by its execution count, the number
-    its prompt shows) or ``"line 7 of a notebook cell"`` (not found in IPython's history); None for a file.
-
-    The body of a cell magic counts its lines from the line under the magic's, as Python numbers them (and as the
-    fixes quote them): ``"line 7 under %%watch_inplace"`` (``… in cell [3]`` for another cell).
-
-    Raises:
-        TypeError: ``filename`` is not a str or ``lineno`` not an int.
-    """
-    require_type(filename, str, "filename", "a str")
-    require_type(lineno, int, "lineno", "an int")
-    ipython = sys.modules.get("IPython")  # only when IPython runs: never imported here
-    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
-    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    number = cells.get(filename) if isinstance(cells, dict) else None
-    if number is None and _CELL_FILE.search(filename) is None:
-        return None
-    running = _running_cell(filename, cells)
-    if running is not None:
-        return f"line {lineno} of this cell" if running == "" else f"line {lineno} under {running}"
-    history = getattr(shell, "history_manager", None)
-    parsed, raw = getattr(history, "input_hist_parsed", None), getattr(history, "input_hist_raw", None)
-    code = _cell_code(filename) if isinstance(number, int) else ""
-    if code and isinstance(parsed, list) and isinstance(raw, list):
-        # IPython numbers a cell's code by its execution count; the body of a cell magic that runs it
-        # (%%watch_inplace) gets the count after its cell's, which has already moved on
-        for prompt in (number, number - 1):
-            if not 0 < prompt < min(len(parsed), len(raw)):
-                continue
-            here = prompt == len(parsed) - 1
-            if parsed[prompt].strip() == code:
-                return f"line {lineno} of {'this cell' if here else f'cell [{prompt}]'}"
-            above = raw[prompt][: raw[prompt].find(code)].strip().splitlines() if code in raw[prompt] else []
-            if above and above[-1].startswith("%%"):  # a cell magic's body, counted (as Python does) under it
-                magic = above[-1].split()[0]
-                return f"line {lineno} under {magic}" + ("" if here else f" in cell [{prompt}]")
-    return f"line {lineno} of a notebook cell"
-
-
-def _cell_code(filename: str) -> str:
-    """The code IPython compiled under ``filename``, stripped; '' if none."""
-    entry = linecache.cache.get(filename)
-    return "".join(entry[2]).strip() if entry is not None and isinstance(entry[2], list) else ""
-
-
-def _running_cell(filename: str, cells) -> str | None:
-    """``""`` when ``filename`` is the code of the cell running now (its top frame is on the stack), ``"%%magic"``
-    when it is the body of the cell magic that cell runs; None otherwise (or outside IPython)."""
-    outer, frame = None, sys._getframe(1)
-    while frame is not None:  # the outermost frame of a cell's code: the cell running now
-        name = frame.f_code.co_filename
-        if frame.f_code.co_name == "<module>" and (name in (cells or {}) or _CELL_FILE.search(name)):
-            outer = name
-        frame = frame.f_back
-    if outer is None:
-        return None
-    if outer == filename:
-        return ""
-    magic = _CELL_MAGIC.search(_cell_code(outer))  # get_ipython().run_cell_magic('watch_inplace', '', '…body…')
-    code = _cell_code(filename)
-    if magic is not None and code and (repr(code)[1:-1] in magic.group(2) or code in magic.group(2)):
-        return f"%%{magic.group(1)}"
-    return None
-
-
 @dataclass(frozen=True)
 class SourceLine:
     """A line of the user's code: file, line number, the function it is in, and the line's text."""
@@ -189,6 +117,12 @@ class SourceLine:
         if in_cell is not None:
             return in_cell
         return f"{os.path.basename(self.filename) or self.filename}:{self.lineno}"
+
+    @property
+    def number(self) -> int:
+        """The line's number as its reader counts it: ``lineno`` for a file; for a cell, plus the leading blank
+        lines IPython stripped before compiling it (the editor's count, which ``place`` and the fixes quote)."""
+        return shown_lineno(self.filename, self.lineno)
 
     def __str__(self) -> str:
         return f"{self.place}  {self.text}" if self.text else self.place
@@ -342,6 +276,11 @@ def _source_line(where) -> SourceLine | None:
 
 def _line_of(place) -> SourceLine | None:
     return _source_line(place[1]) if place is not None else None
+
+
+def _shown(place) -> int | None:
+    """The line number of a record's place as its reader counts it (see ``cell_lines.shown_lineno``)."""
+    return shown_lineno(place[1][0], place[1][1]) if place is not None else None
 
 
 def _callers_of(place) -> tuple[SourceLine, ...]:
@@ -753,12 +692,14 @@ class InplaceExplanation:
 
     @property
     def changed_lines(self) -> tuple[int, ...]:
-        """The line numbers of ``changed_at`` (repeats removed, order kept)."""
-        return tuple(dict.fromkeys(w.line.lineno for w in self.changed_at if w.line is not None))
+        """The line numbers of ``changed_at`` (repeats removed, order kept), as the reader counts them (a cell's
+        leading blank lines counted: ``SourceLine.number``)."""
+        return tuple(dict.fromkeys(w.line.number for w in self.changed_at if w.line is not None))
 
     @property
     def saved_line(self) -> int | None:
-        return self.saved_at.lineno if self.saved_at is not None else None
+        """The line number of ``saved_at``, as the reader counts it (``SourceLine.number``)."""
+        return self.saved_at.number if self.saved_at is not None else None
 
     def _kind(self) -> str:
         dtype = dtype_name(self.dtype) if self.dtype is not None else "tensor"
@@ -1116,7 +1057,7 @@ def _update_fixes(watch, writes, saved_order, saved_place, fn, context) -> tuple
     notes: list[str] = []
     step_where = step.place[1] if step.place else None
     step_text = _step_text(step.place)
-    update = f"{step_text} (line {step_line.lineno})" if step_line else "the update"
+    update = f"{step_text} (line {step_line.number})" if step_line else "the update"
     optimizer = step_text.removesuffix(".step()") if step.in_optimizer and step_text.endswith(".step()") else None
     backward_line = _line_of(context.backward_place)
     backward_calls = [b for b in watch._backward_calls if saved_order < b[0] < step.order]
@@ -1129,14 +1070,14 @@ def _update_fixes(watch, writes, saved_order, saved_place, fn, context) -> tuple
         earlier_line = _line_of(earlier[2])
         notes.append(
             f"saved in an earlier batch: before the backward() at {earlier_line.place if earlier_line else 'a line'}"
-            f" and {update}; line {saved_place[1][1]} then ran again, and this backward() still reached the earlier "
+            f" and {update}; line {_shown(saved_place)} then ran again, and this backward() still reached the earlier "
             "graph through state carried from one batch to the next"
         )
         for where in saved_place[1:]:
             names = carried_names(where[0], where[1])
             anchor = _in_function(earlier[2], (where[0], where[2]))
             if names and anchor is not None:
-                fix = detach_state_fix(names, anchor, where[1])
+                fix = detach_state_fix(names, anchor, shown_lineno(where[0], where[1]))
                 if fix is not None:
                     fixes.append(fix)
                 break
@@ -1154,7 +1095,7 @@ def _update_fixes(watch, writes, saved_order, saved_place, fn, context) -> tuple
         if optimizer is not None:
             stepped = {w.storage for w in watch._writes if w.in_optimizer and w.place == step.place}
             if context.roots and _reaches_storages(context.roots, stepped):
-                at = f" at line {backward_line.lineno}" if backward_line else ""
+                at = f" at line {backward_line.number}" if backward_line else ""
                 leak = (
                     f"(Calling {optimizer}.step() only after every backward() would also remove the error, but then "
                     f"its update would add the gradient of the backward(){at} too, which reaches the parameters it "
@@ -1167,7 +1108,7 @@ def _update_fixes(watch, writes, saved_order, saved_place, fn, context) -> tuple
         fix = fresh_forward_fix(
             (step_where[0], step_where[1]),
             sorted(dict.fromkeys(repeat), key=lambda w: w[1]),
-            backward_line.lineno if backward_line else None,
+            backward_line.number if backward_line else None,
             lead,
             leak,
         )
@@ -1185,7 +1126,7 @@ def _update_fixes(watch, writes, saved_order, saved_place, fn, context) -> tuple
         else:
             fixes.append(
                 Fix(
-                    f"Or make the update at line {step_line.lineno if step_line else '?'} only after every backward() "
+                    f"Or make the update at line {step_line.number if step_line else '?'} only after every backward() "
                     "through this graph."
                 )
             )
@@ -1216,14 +1157,14 @@ def _iteration_note(watch, saved_order, saved_place, first_change) -> str | None
     if not runs:
         return None
     return (
-        f"saved in an earlier iteration: line {saved_place[1][1]} ran {plural(runs, 'more time')} after saving it, "
-        f"before line {first_change.place[1][1] if first_change.place else '?'} changed it"
+        f"saved in an earlier iteration: line {_shown(saved_place)} ran {plural(runs, 'more time')} after saving it, "
+        f"before line {_shown(first_change.place) or '?'} changed it"
     )
 
 
 def _saved_text(writes, saved_at) -> str:
     return f"the saved tensor stays at version {writes[0].version_before if writes else '?'}" + (
-        f" (saved at line {saved_at.lineno})." if saved_at else "."
+        f" (saved at line {saved_at.number})." if saved_at else "."
     )
 
 
@@ -1243,7 +1184,7 @@ def _write_fixes(watch, writes, saved_at, saved_placement=None) -> list[Fix]:
         found = found or [Fix(_generic_fix(record.op))]
         if fixes and record.place is not None:  # a later line: its own first fix, in case the first line keeps writing
             text = found[0].text
-            found = [Fix(f"Line {record.place[1][1]} changes it too: {text[0].lower()}{text[1:]}", found[0].edits)]
+            found = [Fix(f"Line {_shown(record.place)} changes it too: {text[0].lower()}{text[1:]}", found[0].edits)]
         fixes += found
     return fixes
 
@@ -1302,7 +1243,7 @@ def _explain_one(fn, saved, context: _Context, other_stale: int, message) -> Inp
     if saved_place is not None and saved_place[0] & COMPILED:
         name = f" ({saved_place[1][4]})" if saved_place[1][4] else ""
         unknown.append(
-            f"saved inside torch.compile'd code{name}, called at line {saved_place[1][1]}: the watcher sees the ops "
+            f"saved inside torch.compile'd code{name}, called at line {_shown(saved_place)}: the watcher sees the ops "
             "compiled code runs, not the lines inside it"
         )
     elif fn.name() == "CompiledFunctionBackward":
