@@ -176,7 +176,7 @@ TESTED_BY = {
     "facts/inplace_advice.py": ["test_inplace_advice.py", "test_inplace_watch.py"],
     "facts/module_names.py": ["test_module_names.py", "test_inplace_watch.py"],
     "pictures/scene.py": ["test_renderers.py"],
-    "pictures/render_mpl.py": ["test_renderers.py"],
+    "pictures/render_mpl.py": ["test_renderers.py", "test_figure_text.py"],
     "pictures/render_svg.py": ["test_renderers.py"],
     "pictures/layout_picture.py": ["test_layout_picture.py"],
     "pictures/names_picture.py": ["test_names_picture.py"],
