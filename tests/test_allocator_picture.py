@@ -309,3 +309,52 @@ def test_a_magnified_copys_label_ends_before_the_copy_whatever_its_factor():
     factor = int(label.text.removeprefix("magnified ×").replace(",", ""))
     assert factor > 1000 and copy.w == pytest.approx(ids["alloc-seg0"].w * factor)
     assert label.x + text_width(label.text, "sans", scene.styles[label.style].size, "bold") < copy.x
+
+
+def test_each_short_segment_is_magnified_by_its_own_factor_until_its_blocks_read():
+    # Rules hunt s3, 6.3: one factor for all short segments (×5, set by the 100 MiB one) left the 2 MiB segment's
+    # copy 4.3 pt long, its 1 MiB blocks 2.1 pt each, and nothing said so.
+    snapshot = segments(
+        (2 * MiB, "small", [(MiB, MiB, True), (MiB, MiB, False)]),
+        (100 * MiB, "large", [(100 * MiB, 99 * MiB, True)]),
+        (GiB, "large", [(GiB, GiB, True)]),
+    )
+    scene = allocator_scene(snapshot, source="test")
+    ids, texts = scene.ids(), dict(scene.texts())
+    factors = {}
+    for number in (0, 1):
+        label, copy = ids[f"alloc-seg{number}-magnified-label"], ids[f"alloc-seg{number}-magnified"]
+        factors[number] = int(label.text.removeprefix("magnified ×").replace(",", ""))
+        assert copy.w == pytest.approx(ids[f"alloc-seg{number}"].w * factors[number])  # the factor said is drawn
+        assert label.x + text_width(label.text, "sans", scene.styles[label.style].size, "bold") < copy.x
+        assert "still too small" not in texts[f"alloc-seg{number}-note"]
+    assert factors[0] > factors[1]
+    for k in (0, 1):  # the 2 MiB segment's 1 MiB blocks read in its copy
+        assert ids[f"alloc-seg0-magnified-block{k}"].w >= 20
+    assert ids["alloc-seg0-magnified"].x == ids["alloc-seg1-magnified"].x  # the copies in one column
+
+
+def test_a_copy_still_too_short_at_the_largest_factor_says_so_on_its_row():
+    scene = allocator_scene(
+        segments((64, "small", [(64, 60, True)]), (32 * GiB, "large", [(32 * GiB, 32 * GiB, True)])), source="t"
+    )
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert ids["alloc-seg0-magnified"].w < 40
+    assert texts["alloc-seg0-note"].startswith("still too small to read; ")
+
+
+def test_a_zero_byte_block_is_counted_apart_as_not_drawn():
+    # Rules hunt s3, 6.5: a 0 B block was drawn 0 pt wide yet counted in "2 active blocks".
+    scene = allocator_scene(
+        segments(
+            (2 * MiB, "small", [(MiB, MiB - 512, True), (0, 0, True), (MiB, MiB, True)]),
+            (32 * MiB, "large", [(32 * MiB, 30 * MiB, True)]),
+        ),
+        source="t",
+    )
+    ids, texts = scene.ids(), dict(scene.texts())
+    assert not any(ident.startswith("alloc-seg0-block1") for ident in ids)  # nothing 0 pt wide drawn
+    assert texts["alloc-seg0-note"] == "2 active blocks; 1 block of 0 B, not drawn"
+    assert "4 active blocks (1 of 0 B, not drawn)" in scene.title
+    widths = [item.w for item in scene.items if isinstance(item, Rect)]
+    assert min(widths) > 0

@@ -5,7 +5,7 @@ Drawn from an allocator snapshot: the dict ``torch.cuda.memory._snapshot()`` ret
 ``"segments"`` list whose entries have ``total_size``, ``segment_type`` and ``blocks`` of ``size``,
 ``requested_size``, ``state``), as ``notebooks/data/h100_allocator_snapshots.json`` stores them. Every width is a
 byte count of the snapshot on one byte scale; a segment too short to read is drawn again beside itself, magnified
-(its factor written), and a tail too thin to see gets a magnified inset under its segment. Every factor written is
+(its own factor written), and a tail too thin to see gets a magnified inset under its segment. Every factor written is
 against that one byte scale and is the ratio drawn.
 """
 
@@ -26,6 +26,8 @@ FONT, SMALL = 9.0, 8.0
 MAX_SEGMENTS = 40  # more segments than this: the largest ones drawn, the rest counted
 MAGNIFY_BELOW = 0.2  # a segment drawn shorter than this share of the full width is also drawn magnified beside it
 THIN = 3.0  # a rounding drawn narrower than this (points) is too thin to see: a one-block segment's gets an inset
+FACTORS = sorted((m * 10**k for k in range(6) for m in (1, 2, 5)), reverse=True)  # a magnified copy's factors
+READABLE = 40.0  # a magnified copy shorter than this (points) is still too small to read its blocks: said so
 INSET_WIDTH = BAR_WIDTH * 0.75  # an inset's widest, under the right three quarters of the bars
 # the tensors' bytes: the one strong fill of the picture, a dark plum (not blue: the VIEW badge is blue)
 TENSOR = "#663366"
@@ -113,24 +115,32 @@ def snapshot_summary(segments: list[Segment], source: str) -> str:
     requested = sum(b.requested for b in active)
     pools = {pool: [s for s in segments if s.pool == pool] for pool in ("small", "large")}
     parts = ", ".join(plural(len(found), f"{pool} segment") for pool, found in pools.items() if found)
+    zero = sum(1 for b in active if not b.size)
+    empty = f" ({zero} of 0 B, not drawn)" if zero else ""
     if not segments:
         return f"{source}: no segments; the allocator has reserved nothing"
     return (
-        f"{source}: {parts}, reserved {format_bytes(reserved)}; {plural(len(active), 'active block')}, allocated "
-        f"{format_bytes(allocated)}: the tensors asked for {format_bytes(requested)}, the rounding adds "
+        f"{source}: {parts}, reserved {format_bytes(reserved)}; {plural(len(active), 'active block')}{empty}, "
+        f"allocated {format_bytes(allocated)}: the tensors asked for {format_bytes(requested)}, the rounding adds "
         f"{format_bytes(allocated - requested)}; free blocks kept in the segments {format_bytes(reserved - allocated)}"
     )
 
 
 def _note(segment: Segment) -> str:
-    active = [b for b in segment.blocks if b.active]
-    free = len(segment.blocks) - len(active)
-    if len(segment.blocks) == 1 and active:
+    """The segment's blocks counted as drawn: a 0 B block (no width to draw) is counted apart, "not drawn"."""
+    drawn = [b for b in segment.blocks if b.size]
+    active = [b for b in drawn if b.active]
+    free = len(drawn) - len(active)
+    if len(drawn) == 1 and active:
         rounding = active[0].size - active[0].requested
-        return f"1 block; rounding {rounding:,} B"
-    text = plural(len(active), "active block")
-    if free:
-        text += f", {free} free ({format_bytes_short(sum(b.size for b in segment.blocks if not b.active))})"
+        text = f"1 block; rounding {rounding:,} B"
+    else:
+        text = plural(len(active), "active block")
+        if free:
+            text += f", {free} free ({format_bytes_short(sum(b.size for b in drawn if not b.active))})"
+    empty = len(segment.blocks) - len(drawn)
+    if empty:
+        text += f"; {plural(empty, 'block')} of 0 B, not drawn"
     return text
 
 
@@ -167,7 +177,7 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
     said = f"one byte scale: full width = {format_bytes_short(widest)}" if widest else "every segment is 0 B long"
     items.append(Text(LEFT, y + 6, said, "scale", id="alloc-scale"))
     y += 18
-    magnify = _magnification([s for _, s in shown], scale)
+    magnify = _magnification(dict(shown), scale)
     for pool in ("small", "large"):
         in_pool = [(n, s) for n, s in shown if s.pool == pool]
         if not in_pool:
@@ -196,9 +206,10 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
             items.append(Rect(BAR_LEFT, y, width, ROW, "segment", id=prefix))
             thin_tail = _blocks(items, prefix, segment, BAR_LEFT, y, scale)
             end = BAR_LEFT + width
-            if magnify and 0 < width < MAGNIFY_BELOW * BAR_WIDTH:
-                # too short to read its blocks: beside it, the same segment magnified, its factor written
-                factor, zoom_left = magnify
+            if magnify and number in magnify[0]:
+                # too short to read its blocks: beside it, the same segment magnified, its own factor written
+                factors, zoom_left = magnify
+                factor = factors[number]
                 label = f"magnified ×{factor:,}"
                 middle = y + ROW / 2
                 items.append(Text(end + 6, middle, label, "scale", id=f"{prefix}-magnified-label", baseline="middle"))
@@ -208,7 +219,10 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
                 # so that its factor, like every other in the picture, is against the one byte scale
                 thin_tail = thin_tail if _blocks(items, magnified, segment, zoom_left, y, scale * factor) else None
                 end = zoom_left + width * factor
-            items.append(Text(end + 6, y + ROW / 2, _note(segment), "note", id=f"{prefix}-note", baseline="middle"))
+            note = _note(segment)
+            if magnify and number in magnify[0] and width * magnify[0][number] < READABLE:
+                note = f"still too small to read; {note}"  # even the largest factor leaves it short: said so
+            items.append(Text(end + 6, y + ROW / 2, note, "note", id=f"{prefix}-note", baseline="middle"))
             y += ROW + GAP
             if thin_tail is not None:
                 y = _inset(items, prefix, thin_tail, y)
@@ -231,21 +245,33 @@ def allocator_scene(snapshot, *, source: str) -> Scene:
     return Scene(width, y + 4, tuple(items), STYLES, snapshot_summary(segments, source))
 
 
-def _magnification(segments: list[Segment], scale: float):
-    """For segments drawn shorter than ``MAGNIFY_BELOW`` of the full width: the one factor (1, 2 or 5 times a power
-    of ten) they are all magnified by beside their true-size bar, and where the magnified bars start; None when
-    every segment is long enough to read."""
-    short = [s.size * scale for s in segments if 0 < s.size * scale < MAGNIFY_BELOW * BAR_WIDTH]
-    if not short:
+def _magnification(segments: dict[int, Segment], scale: float) -> tuple[dict[int, int], float] | None:
+    """For segments drawn shorter than ``MAGNIFY_BELOW`` of the full width: each one's own factor (1, 2 or 5 times
+    a power of ten, the largest its copy fits at), by its number in ``segments``, and where the magnified copies
+    start (one column for all); None when every segment is long enough to read. A 2 MiB segment beside a 100 MiB
+    one is magnified more than the 100 MiB one, so that each copy is long enough to read."""
+    right = BAR_LEFT + BAR_WIDTH
+    short = {n: s.size * scale for n, s in segments.items() if 0 < s.size * scale < MAGNIFY_BELOW * BAR_WIDTH}
+
+    def label_room(factor: int) -> float:  # room for its label, and at least for "magnified ×1000"
+        return max(text_width(t, "sans", FONT, "bold") for t in ("magnified ×1000", f"magnified ×{factor:,}"))
+
+    def fits(width: float, zoom_left: float | None):
+        """The largest factor whose copy fits right of ``zoom_left`` (its own column when None) and whose label
+        fits before it, with the column it needs; None when no factor above 1 does."""
+        for factor in FACTORS:
+            own_left = BAR_LEFT + width + 6 + label_room(factor) + 8
+            left = own_left if zoom_left is None else zoom_left
+            if own_left <= left and factor * width <= right - left:
+                return (factor, left) if factor > 1 else None
         return None
-    longest = max(short)
-    for factor in sorted((m * 10**k for k in range(6) for m in (1, 2, 5)), reverse=True):
-        # room for its label, and at least for "magnified ×1000" (where the copies of shorter factors start)
-        label = max(text_width(t, "sans", FONT, "bold") for t in ("magnified ×1000", f"magnified ×{factor:,}"))
-        zoom_left = BAR_LEFT + longest + 6 + label + 8
-        if factor * longest <= BAR_LEFT + BAR_WIDTH - zoom_left:
-            return (factor, zoom_left) if factor > 1 else None
-    return None
+
+    alone = {n: found for n, width in short.items() if (found := fits(width, None)) is not None}
+    if not alone:
+        return None
+    zoom_left = max(left for _, left in alone.values())  # one column, right of the widest need
+    factors = {n: found[0] for n in alone if (found := fits(short[n], zoom_left)) is not None}
+    return (factors, zoom_left) if factors else None
 
 
 def _blocks(items: list, prefix: str, segment: Segment, left: float, y: float, scale: float):
@@ -255,6 +281,8 @@ def _blocks(items: list, prefix: str, segment: Segment, left: float, y: float, s
     for k, block in enumerate(segment.blocks):
         block_width = block.size * scale
         ident = f"{prefix}-block{k}"
+        if not block.size:  # no width to draw: the row's note counts it apart
+            continue
         if not block.active:
             items.append(Rect(x, y + 4, block_width, ROW - 8, "block-free", id=ident))
         else:
@@ -340,7 +368,9 @@ def draw_allocator_snapshot(snapshot, *, source: str, ax=None):
     order: an active block (what ``memory_allocated()`` counts) holds its tensor's requested bytes, solid, and the
     rounding after them, hatched; a free block (kept for the next tensor) is dashed. Every segment is on one byte
     scale (said above them), so a 2 MiB small-pool segment is a sixteenth as long as a 32 MiB one; a segment
-    shorter than a fifth of the widest is drawn again beside itself, magnified by the factor written there. A
+    shorter than a fifth of the widest is drawn again beside itself, magnified by its own factor, written there
+    (the largest 1, 2 or 5 times a power of ten its copy fits at; a copy still too short to read says so). A 0 B
+    block has no width: it is not drawn, and the row's note counts it apart. A
     rounding too thin to see in a one-block segment (in its magnified copy too, if it has one) gets an inset under
     its true-size bar: the block's last 2 MiB, or fewer bytes where 2 MiB would not magnify enough to show the
     rounding, magnified by the whole factor written beside it (against the byte scale, as drawn). A snapshot with
