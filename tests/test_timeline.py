@@ -610,3 +610,34 @@ def test_a_shorter_run_ends_its_bands_and_phases_at_its_own_last_op():
     long_phases = [item for item in scene.items if isinstance(item, Rect) and re.fullmatch(r"run1-phase-\d+", item.id)]
     assert max(item.x + item.w for item in long_phases) > last_right + 20  # the longer run's shading goes on
     assert "run0-band-0-1" in ids  # the end column still draws what the short run left, on its own
+
+
+def test_panels_on_one_op_axis_mark_the_same_round_op_numbers_and_each_runs_last_op():
+    # Review 3, item 7: chapter 6's two steps (121 and 103 ops) were marked 50, 100 against 20, 40, …, 100, and
+    # the second step's last op (103) had no number: 100 stood too close to it.
+    reports = []
+    for count in (121, 103):
+        x = torch.randn(100)
+        with tl.measure_memory() as mem:
+            for _ in range(count):
+                x = x + 1
+        assert len(mem.timeline) == count
+        reports.append(mem)
+    scene = memory_scene(reports, compact=False)
+    texts = dict(scene.texts())
+    marked = []
+    for run, report in enumerate(reports):
+        numbers = [int(m.group(1)) for i in texts if (m := re.fullmatch(rf"run{run}-op-number-(\d+)", i))]
+        assert len(report.timeline) in numbers  # each run's last op has its number
+        last = f"run{run}-op-number-{len(report.timeline)}"
+        column, tick, label = (
+            scene.ids()[i] for i in (f"run{run}-op-{len(report.timeline) - 1}", last + "-tick", last)
+        )
+        assert column.x <= tick.points[0][0] <= column.x + column.w  # its tick under its op's column
+        half = text_width(label.text, "sans", scene.styles[label.style].size) / 2
+        assert label.x - half <= tick.points[0][0] <= label.x + half  # its number over its tick
+        assert label.x + half < scene.ids()[f"run{run}-end-label"].x  # clear of "end"
+        marked.append({n for n in numbers if n not in (1, len(report.timeline))})
+    step = min(marked[0] | marked[1])
+    assert all(n % step == 0 for n in marked[0] | marked[1])  # one step for both panels
+    assert marked[1] <= marked[0]  # the shorter run marks the same round numbers, as far as it goes

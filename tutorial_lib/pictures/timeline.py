@@ -507,18 +507,25 @@ def _draw_peak(panel: _Panel, report: MemoryReport, items: list) -> None:
     items.append(Text(label_x, peak_y - 2, label, "peak-label", id=ident, anchor=anchor, baseline="bottom"))
 
 
-def _op_ticks(count: int) -> list[int]:
-    """A few op numbers (1-based) to mark under the ops' axis: the first, round steps, the last."""
+def _op_step(count: int) -> int:
+    """The round step (1, 2 or 5 times a power of ten) between the op numbers marked on an axis of ``count`` ops."""
+    return next(m * 10**k for k in range(8) for m in (1, 2, 5) if m * 10**k * 6 >= count)
+
+
+def _op_ticks(count: int, step: int | None = None) -> list[int]:
+    """A few op numbers (1-based) to mark under the ops' axis: the first, multiples of ``step`` (the round step
+    for ``count`` ops when None; panels on one axis share the longest run's), the last."""
     if count <= 0:
         return []
-    step = next(m * 10**k for k in range(8) for m in (1, 2, 5) if m * 10**k * 6 >= count)
+    step = _op_step(count) if step is None else step
     return sorted({1, count, *range(step, count, step)})
 
 
-def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, hovers) -> None:
+def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, hovers, step=None) -> None:
     """A hover area per op column with its text in ``hovers`` (the op's name is there, not under the axis), and
-    a few op numbers under the axis; with ``hovers`` None no hover areas (a matplotlib figure shows none: 40,000
-    would cost seconds)."""
+    a few op numbers under the axis, every ``step`` (see ``_op_ticks``), the run's last op always among them (a
+    round number too close to it gives way); with ``hovers`` None no hover areas (a matplotlib figure shows none:
+    40,000 would cost seconds)."""
     per_column = _per_column(report) if hovers is not None else None
     if hovers is not None:
         for column in range(len(report.timeline)):
@@ -530,17 +537,28 @@ def _draw_ops(panel: _Panel, report: MemoryReport, show_ops: bool, items: list, 
         return
     placed_right = LEFT + MARKER_WIDTH + 2  # after "before"
     end_label = panel.end_left - 4
-    for number in _op_ticks(len(report.timeline)):
+    count = len(report.timeline)
+
+    def extent(number: int) -> tuple[str, float, float, float, float]:
+        """The number's text, its op's centre (its tick), the text's centre, left and right."""
         left, right = panel.x_of(number - 1, False)
         text = f"op {number}" if number == 1 else str(number)
         half = text_width(text, "sans", SMALL_FONT) / 2
         centre = (left + right) / 2
-        if centre - half < placed_right + 4 or centre + half > end_label:
+        # the last op's number moves left (still over its tick) where it would run into "end"
+        shift = max(0.0, min(centre + half - end_label, half)) if number == count else 0.0
+        return text, centre, centre - shift, centre - shift - half, centre - shift + half
+
+    last_left = extent(count)[3] if count else math.inf  # the last op's number is kept: the others make room
+    for number in _op_ticks(count, step):
+        text, tick, middle, start, stop = extent(number)
+        room = end_label if number == count else last_left - 4
+        if start < placed_right + 4 or stop > room:
             continue
-        placed_right = centre + half
+        placed_right = stop
         ident = f"{panel.prefix}-op-number-{number}"
-        items.append(Line(((centre, panel.frame_bottom), (centre, panel.frame_bottom + 3)), "zero", id=ident + "-tick"))
-        items.append(Text(centre, panel.frame_bottom + 3, text, "tick", id=ident, anchor="middle", baseline="top"))
+        items.append(Line(((tick, panel.frame_bottom), (tick, panel.frame_bottom + 3)), "zero", id=ident + "-tick"))
+        items.append(Text(middle, panel.frame_bottom + 3, text, "tick", id=ident, anchor="middle", baseline="top"))
 
 
 def _compact_plan(reports: list[MemoryReport], labels: list[str]) -> Scene:
@@ -629,6 +647,7 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=No
     if compact and all(r.held_before is not None for r in reports):
         return _compact_plan(reports, labels), {}
     slots, total_slots, spans = _slots(reports)
+    step = _op_step(max(len(r.timeline) for r in reports))  # one step of op numbers for every panel on the axis
     shown_slots = max(total_slots, 1)
     column_width = max(min(MAX_COLUMN_WIDTH, PLOT_WIDTH / shown_slots), MIN_PLOT_WIDTH / shown_slots)
     end_left = PLOT_LEFT + shown_slots * column_width + MARKER_GAP
@@ -667,7 +686,7 @@ def _plan(reports, labels, show_ops, ax=None, op_hovers: bool = True, compact=No
         _draw_bands(panel, report, bands[index], items, hovers)
         _draw_peak(panel, report, items)
         _draw_baseline_label(panel, report, bands[index][0], items)
-        _draw_ops(panel, report, show_ops, items, hovers if op_hovers else None)
+        _draw_ops(panel, report, show_ops, items, hovers if op_hovers else None, step)
         y = panel.frame_bottom + names_height + 6
     return Scene(width, y + 4, tuple(items), STYLES, memory_timeline_summary(reports, labels)), hovers
 
