@@ -186,6 +186,7 @@ def test_runs_of_alike_rows_are_grouped_by_a_bracket_with_their_count_not_by_bla
     assert bracket["border"].startswith("2px solid") and bracket["border-left"] == "none"
     assert bracket["width"] == "6px" and bracket["padding"] == "0" and cell_text(first[BRACKET]) == ""
     assert first[BRACKET].get("rowspan") == first[BRACKET + 1].get("rowspan") == "3"
+    assert style(list(parsed(table).iter("th"))[BRACKET])["padding"] == "0"  # the column no wider than the bracket
     assert "border" not in count and cell_text(first[BRACKET + 1]) == "× 3 alike"
     verdicts = [verdict_word(cells[1]) for cells in grid(table)]
     assert verdicts == ["👁 view"] * 3 + ["📄 copy"] * 3 + ["👁 view"]

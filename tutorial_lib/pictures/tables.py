@@ -118,9 +118,10 @@ class OpTable:
     def _repr_html_(self) -> str:
         sticky = "position:sticky;top:0;" if len(self.report) > SCROLL_AFTER_ROWS else ""
         headers = [*OpReport.HEADERS[:_BRACKET_COLUMN], "", "", *OpReport.HEADERS[_BRACKET_COLUMN:]]
-        head = "".join(
-            f"<th style='{_CELL};{sticky}background:#f0f0f0;border-bottom:1px solid #888888'>{html.escape(h)}</th>"
-            for h in headers
+        head = "".join(  # the bracket's header cell unpadded, so that the bracket column is as narrow as its cells
+            f"<th style='{_CELL};{sticky}background:#f0f0f0;border-bottom:1px solid #888888"
+            f"{';padding:0' if column == _BRACKET_COLUMN else ''}'>{html.escape(h)}</th>"
+            for column, h in enumerate(headers)
         )
         rows = []
         keyed = zip(self.report, self.report.table_rows())
