@@ -375,3 +375,33 @@ def test_the_versions_part_counts_no_writes_for_one_mark_dirty_write_that_moves_
     report = show_error(lambda: e.sum().backward())
     versions = report.parts[2].explanation
     assert "the counter moved by 2" in versions and "in-place writes since" not in versions
+
+
+def tints(scene) -> dict:
+    """The tensor-colour styles a graph scene draws: its leaves' fills and its saved chips' swatches."""
+    kinds = ("graph-boxes-leaf-", "graph-swatch-")
+    return {kind: sorted({i.style for i in scene.items if i.style.startswith(kind)}) for kind in kinds}
+
+
+def test_show_error_and_the_stepper_tint_the_same_program_alike():
+    # review3 item 5: for chapter 5's four lines show_error drew a lilac (the graph met b's chip first) and the
+    # in-place deep dive's stepper drew a yellow. Both now take names in the order they are given or bound, so
+    # a, the first, is tensor colour 0 (its leaf box) and b colour 1 (its saved chip's swatch) in each.
+    from tutorial_lib import GraphStepper
+
+    a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    b.mul_(2)
+    loss = b.sum()
+    report = show_error(loss.backward, names={"a": a, "b": b, "loss": loss})
+    stepper = GraphStepper(
+        [
+            ("a leaf", "a = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)"),
+            ("exp saves its result", "b = a.exp()"),
+            ("change b in place", "b.mul_(2)"),
+            ("a loss", "loss = b.sum()"),
+        ]
+    )
+    stepper.goto(4)
+    expected = {"graph-boxes-leaf-": ["graph-boxes-leaf-0"], "graph-swatch-": ["graph-swatch-1"]}
+    assert tints(report.figure.scene) == tints(stepper.scene) == expected

@@ -561,9 +561,10 @@ def test_a_copy_says_which_cells_of_x_each_element_came_from():
     assert explorer.summary.endswith(
         "; x.t().reshape(-1)'s elements hold the values of x's cells 0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11"
     )
-    drawn = dict(explorer.scene.texts())  # drawn in the copy's grid: "← k" under each element
-    assert [drawn[f"source:x.t().reshape(-1):{p}"] for p in range(4)] == ["← 0", "← 4", "← 8", "← 1"]
-    assert "[1] ← 4" in explorer.after_view.value and sources_html(explorer.outcome) in explorer.after_view.value
+    drawn = dict(explorer.scene.texts())  # drawn once, in the row "from x" under the copy's storage cells
+    assert [drawn[f"source:1:{k}"] for k in range(4)] == ["0", "4", "8", "1"]
+    assert [drawn[f"elemtext:x.t().reshape(-1):{p}"] for p in range(4)] == ["0", "1", "2", "3"]
+    assert "[1] ← 4" not in explorer.after_view.value and sources_html(explorer.outcome) in explorer.after_view.value
     pairs = hover_pairs(explorer.after_view.value)
     assert ("elem:x.t().reshape(-1):1", "cell:0:storage:4") in pairs and (
         "cell:0:x:4",
@@ -672,7 +673,7 @@ def test_a_computed_result_is_said_to_hold_xs_values_not_to_be_copied_from_them(
     outcome = run_operation(torch.arange(100.0, 112.0).reshape(3, 4), "x.abs()")
     assert outcome.row.verdict == "copy" and outcome.sources == tuple(range(12))
     text = sources_html(outcome)
-    assert "copied" not in text and "each element (row-major) ← the cell of x's storage holding its value" in text
+    assert "copied" not in text and "the cell of x's storage holding each cell's value" in text
 
 
 def test_the_address_table_says_1_byte_per_element():

@@ -862,7 +862,7 @@ def test_only_a_row_past_its_own_storage_end_is_called_refused():
     assert scene.ids()["ghosttext:0"].text == "past the end of the storage (12 cells):\nreaches index 13, torch refuses"
 
 
-def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
+def test_a_copys_grid_names_its_own_indices_and_a_row_under_its_storage_names_the_sources(matrix):
     picked = matrix[[0, 2]]
     sources = (0, 1, 2, 3, 8, 9, 10, 11)
     picture = layout_picture(matrix, picked, names=["x", "x[[0, 2]]"], copied={"x[[0, 2]]": ("x", sources)})
@@ -870,10 +870,24 @@ def test_a_copys_grid_says_which_cell_each_element_was_copied_from(matrix):
     assert grid.source_row == "x" and [e.source for e in grid.elements] == list(sources)
     for element in grid.elements:  # the value it holds is the value of x's cell it names
         assert picked[element.index].item() == matrix.reshape(-1)[element.source].item()
-    drawn = dict(layout_scene(picture).texts())
-    assert drawn["source:x[[0, 2]]:4"] == "← 8"
+    # One meaning per number: the copy's grid names its own storage indices only, like every grid; where each
+    # value came from is said once, in a row "from x" under the copy's storage strip, one number per cell.
+    scene = layout_scene(picture)
+    drawn, items = dict(scene.texts()), scene.ids()
+    assert [drawn[f"elemtext:x[[0, 2]]:{p}"] for p in range(8)] == [str(p) for p in range(8)]
+    assert not [i for i in drawn if i.startswith("source:x[[0, 2]]")] and "←" not in "".join(drawn.values())
+    assert picture.strips[1].source_row == "x" and picture.strips[1].sources == tuple(enumerate(sources))
+    assert [drawn[f"source:1:{k}"] for k in range(8)] == [str(s) for s in sources]
+    assert drawn["gutter:1:from x"] == "from x" and not [i for i in drawn if i.startswith("source:0:")]
+    for k in range(8):  # under storage 2's cell k (below its byte ruler), centred on it, at no less than 7 pt
+        cell, number = items[f"cell:1:storage:{k}"], items[f"source:1:{k}"]
+        assert number.x == pytest.approx(cell.x + cell.w / 2) and number.y > items["ruler:1:32"].y > cell.y
+        assert (number.size or STYLES[number.style].size) >= 7
+    assert items["gutter:1:from x"].y == pytest.approx(items["source:1:0"].y)
     assert "x[[0, 2]]'s elements hold the values of x's cells 0, 1, 2, 3, 8, 9, 10, 11" in picture.summary
-    assert "← k under an element of x[[0, 2]]: it holds the value of x's storage cell k" in picture.notes
+    assert "from x: under a cell of storage 2, the index of the cell of x's storage whose value it holds" in (
+        picture.notes
+    )
     for copied, error in [
         ([1], TypeError),
         ({"y": ("x", (0,))}, ValueError),

@@ -27,15 +27,15 @@ def body_rows(table):
     return [row.findall("td") for row in parsed(table).find(".//tbody").findall("tr")]
 
 
-BRACKET = 4  # the bracket column, between the sharing and the aten ops
+BRACKET = 4  # the bracket column, between the sharing and the aten ops; its count in the next column
 
 
 def grid(table, brackets=False):
-    """Each body row's five cells (six with ``brackets``), a cell spanning rows repeated in every row it covers."""
+    """Each body row's five cells (seven with ``brackets``), a cell spanning rows repeated in every row it covers."""
     rows, spanning = [], {}  # column -> (cell, rows it still covers)
     for written in body_rows(table):
         cells, written = [], list(written)
-        for column in range(len(OpReport.HEADERS) + 1):
+        for column in range(len(OpReport.HEADERS) + 2):
             if column in spanning:
                 cell, left = spanning.pop(column)
                 if left > 1:
@@ -46,17 +46,17 @@ def grid(table, brackets=False):
                     spanning[column] = (cell, int(cell.get("rowspan")) - 1)
             cells.append(cell)
         assert not written
-        rows.append(cells if brackets else cells[:BRACKET] + cells[BRACKET + 1 :])
+        rows.append(cells if brackets else cells[:BRACKET] + cells[BRACKET + 2 :])
     return rows
 
 
 def runs(table):
-    """(first row, rows spanned, text) of each bracket grouping a run of alike rows."""
+    """(first row, rows spanned, text) of each bracket grouping a run of alike rows: its count is the next cell."""
     found = []
     for index, cells in enumerate(body_rows(table)):
-        for cell in cells:
+        for at, cell in enumerate(cells):
             if cell.get("class") == "run" and int(cell.get("rowspan", "1")) > 1:
-                found.append((index, int(cell.get("rowspan")), cell_text(cell)))
+                found.append((index, int(cell.get("rowspan")), cell_text(cells[at + 1])))
     return found
 
 
@@ -80,7 +80,7 @@ def test_html_has_the_report_headers_and_one_row_per_expression():
     table = op_table(["x.t()", "x[[0]]", "x.add_(1)"], x=x)
     root = parsed(table)
     headers = [cell_text(th) for th in root.iter("th")]
-    assert headers == [*OpReport.HEADERS[:BRACKET], "", *OpReport.HEADERS[BRACKET:]]  # "": the brackets' column
+    assert headers == [*OpReport.HEADERS[:BRACKET], "", "", *OpReport.HEADERS[BRACKET:]]  # the bracket, its count
     assert [len(cells) for cells in grid(table)] == [len(OpReport.HEADERS)] * 3
 
 
@@ -151,7 +151,7 @@ def test_every_row_carries_its_verdict_word_and_the_explorers_badge_colours():
         word, background, text_colour, _ = VERDICT_BADGES[row.verdict]
         assert word.lower() in verdict_word(verdict_cells[0])
         assert (chip["background"], chip["color"]) == (background, text_colour), row.expression
-        texts = [cell_text(cell) for cell in written if cell.get("class") != "run"]
+        texts = [cell_text(cell) for cell in written if cell.get("class") not in ("run", "run-count")]
         assert texts[2:4] == list(cells[2:4])  # bytes and sharing too
 
 
@@ -177,10 +177,17 @@ def test_runs_of_alike_rows_are_grouped_by_a_bracket_with_their_count_not_by_bla
     table = op_table(expressions, x=x)
     # views (3) | copies of 32 bytes (2) | a copy of 24 bytes | a view: every row has its five cells, and the
     # first row of each run its bracket cell, spanning the run when it has more than one row
-    assert [len(cells) for cells in body_rows(table)] == [6, 5, 5, 6, 5, 6, 6]
+    assert [len(cells) for cells in body_rows(table)] == [7, 5, 5, 7, 5, 7, 7]
     assert runs(table) == [(0, 3, "× 3 alike"), (3, 2, "× 2 alike")]
-    bracket = style(body_rows(table)[0][BRACKET])
+    # review3 8b: the bracket is a narrow "]" of its own (top, right and bottom borders) spanning exactly its
+    # run's rows; the count stands beside it, outside, so the bracket boxes no empty space
+    first = body_rows(table)[0]
+    bracket, count = style(first[BRACKET]), style(first[BRACKET + 1])
     assert bracket["border"].startswith("2px solid") and bracket["border-left"] == "none"
+    assert bracket["width"] == "6px" and bracket["padding"] == "0" and cell_text(first[BRACKET]) == ""
+    assert first[BRACKET].get("rowspan") == first[BRACKET + 1].get("rowspan") == "3"
+    assert style(list(parsed(table).iter("th"))[BRACKET])["padding"] == "0"  # the column no wider than the bracket
+    assert "border" not in count and cell_text(first[BRACKET + 1]) == "× 3 alike"
     verdicts = [verdict_word(cells[1]) for cells in grid(table)]
     assert verdicts == ["👁 view"] * 3 + ["📄 copy"] * 3 + ["👁 view"]
     # a copy keeps its result's bytes; its ops also made the index list as a tensor (2 int64: 16 bytes)

@@ -20,7 +20,8 @@ hovering a cell or a table row outlines the elements reading it.
 
 The view/copy explorer shows its verdict as a large VIEW / ALIAS / COPY / IN-PLACE badge (colour and word, with a
 sentence saying it) above one picture of ``x`` and the result, and can put a second operation beside it.
-For a copy it says which of ``x``'s storage cells holds each element's value, and hovering links them.
+For a copy, a row "from x" under its storage says which of ``x``'s storage cells holds each cell's value, and
+hovering links an element to that cell.
 """
 
 from __future__ import annotations
@@ -604,19 +605,17 @@ def _not_a_tensor(expression: str, result) -> str:
 
 
 def sources_html(outcome: OperationOutcome) -> str:
-    """One line under a copy's picture: which of x's storage cells holds each element's value ('' if not traced).
+    """One line under a copy's picture: what its row "from x" says, said once there ('' if not traced).
 
     It says "holds the value", not "was copied from": the cells are found by value, and a computed result
     (``x.abs()`` of positive values) holds x's values without being copied from them.
     """
     require_type(outcome, OperationOutcome, "outcome", "an OperationOutcome")
-    if outcome.sources is None:
+    if outcome.sources is None or not any(strip.sources for strip in outcome.picture.strips):
         return ""
-    pairs = " · ".join(f"[{p}] ← {i}" for p, i in enumerate(outcome.sources[:TABLE_ROWS]))
-    more = f" · … ({len(outcome.sources):,} in all)" if len(outcome.sources) > TABLE_ROWS else ""
     return (
-        '<div style="font-size:13px;max-width:60em">each element (row-major) ← the cell of x\'s storage holding '
-        f"its value: <code>{pairs}{more}</code> (hover an element of the copy's grid to see that cell in x)</div>"
+        '<div style="font-size:13px;max-width:60em">the row <b>from x</b> under the copy\'s storage: the cell of '
+        "x's storage holding each cell's value (hover an element of the copy's grid to see that cell in x)</div>"
     )
 
 

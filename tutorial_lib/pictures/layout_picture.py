@@ -116,6 +116,10 @@ class PictureStrip:
     rows: tuple[str, ...]
     description: str
     heading: str = ""  # the title drawn: short, parts joined by " · " (the description when there is one storage)
+    # A copy's storage (``layout_picture(copied=...)``): the row it holds values of, and ``(storage index, that
+    # row's storage index whose value the cell holds)`` per drawn cell, written in a row "from <row>" under it.
+    source_row: str = ""
+    sources: tuple[tuple[int, int], ...] = ()
 
     def hidden_cells(self) -> int:
         """How many storage cells the gap markers stand for."""
@@ -126,7 +130,8 @@ class PictureStrip:
 class GridElement:
     """One drawn element of a grid: ``t[index]`` at row-major ``position`` reads storage index ``storage_index``
     (in the row's dtype); ``past_end`` when that cell lies past the storage's end (a ghost); ``source``: for a
-    copy, the storage index of the cell whose value it holds (see ``layout_picture(copied=...)``)."""
+    copy, the storage index of the cell whose value it holds (see ``layout_picture(copied=...)``; drawn once, under
+    the copy's storage strip, not in the grid, whose numbers are storage indices only)."""
 
     block: int
     row: int
@@ -650,6 +655,26 @@ def _strip_description(strip_no: int, group: list[_Member], earlier: list[_Membe
     return description, " · ".join([heading, *parts])
 
 
+def _strip_sources(group: list[_Member], copied: dict, pieces) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """For a storage holding a copy: ``(source row, ((storage index, source storage index), ...))`` for each drawn
+    cell one element of the copy reads, from the copy's listed element indices (``("", ())`` otherwise). A cell
+    read by elements holding different sources' values gets no number: it has no one source."""
+    member = next((m for m in group if m.name in copied), None)
+    if member is None:
+        return "", ()
+    source_row, indices = copied[member.name]
+    size, found = member.layout.itemsize, {}
+    for at, source in zip(member.layout.element_indices, indices):
+        found.setdefault(at, set()).add(source)
+    drawn = [(begin, stop) for kind, begin, stop in pieces if kind == "cells"]
+    pairs = tuple(
+        (at, next(iter(sources)))
+        for at, sources in sorted(found.items())
+        if len(sources) == 1 and any(begin <= at * size and (at + 1) * size <= stop for begin, stop in drawn)
+    )
+    return source_row, pairs
+
+
 def _check_copied(copied, names: list[str]) -> dict:
     """``copied`` checked: ``{copy's name: (source's name, one source storage index per element)}``."""
     if copied is None:
@@ -682,8 +707,9 @@ def layout_picture(
         show_values: write each storage cell's value in it (read from the first tensor's storage).
         values_from: a tensor whose storage gives the values of a strip of Layouts only (None: no such strip).
         copied: ``{name: (source name, indices)}``: the row ``name`` is a copy, its element at row-major position
-            p holding the value of storage cell ``indices[p]`` of row ``source name``'s storage; its grid says so
-            under each element ("← k").
+            p holding the value of storage cell ``indices[p]`` of row ``source name``'s storage; a row "from
+            <source name>" under the copy's storage strip gives, under each cell, the source cell's index (its grid,
+            like every grid, names only its own storage indices).
 
     Returns:
         A frozen ``LayoutPicture`` (strips, rows, cells, steps, summary, notes, grids).
@@ -717,7 +743,12 @@ def layout_picture(
         windows = _slots(pieces, size)
         description, heading = _strip_description(strip_no, group, [g[0] for g in groups[:strip_no]], pieces, windows)
         heading = heading if len(groups) > 1 else description  # one storage: nothing to tell it apart from
-        strips.append(PictureStrip(strip_no, size, unit, pieces, tuple(m.name for m in group), description, heading))
+        source_row, sources = _strip_sources(group, copied, pieces)
+        strips.append(
+            PictureStrip(
+                strip_no, size, unit, pieces, tuple(m.name for m in group), description, heading, source_row, sources
+            )
+        )
 
         for window in windows:
             texts = ("",) * len(window)
@@ -785,10 +816,11 @@ def _legend(strips, cells, grids, valued) -> list[str]:
     notes = []
     if any(_drawn(grid) for grid in grids):
         notes.append("grids: element t[i, j] in its place, with the storage index it reads written in it")
-    for grid in grids:
-        if grid.source_row:
+    for strip in strips:
+        if strip.sources:
             notes.append(
-                f"← k under an element of {grid.row}: it holds the value of {grid.source_row}'s storage cell k"
+                f"from {strip.source_row}: under a cell of storage {strip.index + 1}, the index of the cell of "
+                f"{strip.source_row}'s storage whose value it holds"
             )
     has_values = any(cell.text for cell in cells if cell.row == "storage")
     notes.append("storage: the index above each cell" + (", its value inside" if has_values else ""))
@@ -854,7 +886,7 @@ BLOCK_LABEL_HEIGHT = 0.6  # a block's leading indices, above it (more than 2 dim
 GRID_HEAD_HEIGHT = 0.5  # column numbers above a block
 ELEMENT_HEIGHT = 0.8
 COMPACT_LABEL = 6.0  # cells: side by side, a row's label wraps to its block's width, or at least this
-COPY_ELEMENT_HEIGHT = 1.25  # a copy's element: its storage index, and under it the cell whose value it holds
+SOURCE_ROW_HEIGHT = 0.6  # a copy's row "from x" under its byte ruler: the source cell of each cell's value
 MAX_ELEMENT_WIDTH = 2.5  # cells: an element widens to fit its storage index up to this, then the text shrinks
 BLOCK_GAP = 0.6  # between blocks across
 LINE_GAP = 0.25  # between lines of blocks
@@ -1093,7 +1125,7 @@ def _grid_items(
     element_w = min(MAX_ELEMENT_WIDTH, max(1.0, widest / FIT_ROOM))
     head_w = max(0.8, _cells_wide(f"{first.rows[-1]}", "grid-head") + 0.4)
     label_h = BLOCK_LABEL_HEIGHT if len(shape) > 2 else 0.0
-    element_h = COPY_ELEMENT_HEIGHT if grid.source_row else ELEMENT_HEIGHT  # a copy's elements name their source
+    element_h = ELEMENT_HEIGHT
     block_w = len(first.columns) * element_w
     block_h = label_h + GRID_HEAD_HEIGHT + len(first.rows) * element_h
     for k, block in enumerate(grid.blocks):
@@ -1128,15 +1160,12 @@ def _grid_items(
             left, top_e = bx + element.column * element_w, rows_top + element.row * element_h
             middle, at = left + element_w / 2, f"{name}:{element.position}"
             style, inset = "ghost" if element.past_end else fill, 2 * CELL_INSET
-            number_y = top_e + (ELEMENT_HEIGHT if element.source is not None else element_h) / 2
+            number_y = top_e + element_h / 2
             items += [
                 _box(left + CELL_INSET, top_e + CELL_INSET, element_w - inset, style, f"elem:{at}", element_h - inset),
                 _centred(middle, number_y, f"{element.storage_index:,}", "element", f"elemtext:{at}", element_w),
             ]
             anchors.append((element, middle, top_e + element_h - CELL_INSET))
-            if element.source is not None:  # under its storage index, the cell whose value it holds
-                source_y = top_e + (ELEMENT_HEIGHT + element_h) / 2 - 0.05
-                items.append(_centred(middle, source_y, f"← {element.source:,}", "source", f"source:{at}", element_w))
         height = max(height, rows_top + len(block.rows) * element_h - y)
     return items, width, height, anchors
 
@@ -1266,6 +1295,15 @@ def _strip_block(picture: LayoutPicture, strip: PictureStrip, fills: dict, rows:
     heads += _ruler_items(strip, x_at, top + CELL_HEIGHT)
     width = max(width, strip_width + _cells_wide(f"{strip.pieces[-1][2]:,}", "ruler-text") / 2)  # the last byte
     y = top + CELL_HEIGHT + RULER_HEIGHT
+    if strip.sources:  # a copy: under each cell, the index of the source's cell whose value it holds
+        middle_y = y + SOURCE_ROW_HEIGHT / 2
+        gutter.append((f"from {strip.source_row}", middle_y))
+        wide = strip.itemsize / strip.unit_bytes
+        for at, source in strip.sources:
+            x0 = x_at(at * strip.itemsize)
+            ident = f"source:{strip.index}:{at}"
+            heads.append(_centred(x0 + wide / 2, middle_y, f"{source:,}", "source", ident, wide))
+        y += SOURCE_ROW_HEIGHT
     row_y = {"storage": top}  # each row's top
     value_rows = list(dict.fromkeys(c.row for c in picture.cells if c.strip == strip.index and c.state == "value"))
     for name in [n for n in value_rows if n != "storage"]:  # the same bytes as another dtype: a narrower strip
@@ -1381,8 +1419,10 @@ def _lined_up(blocks: list) -> list:
     result = blocks[:1]
     for (heads, *rest), width, height, gutter, top in blocks[1:]:
         labels = [item for item in heads if getattr(item, "id", "").startswith("gutter:")]
-        if len(labels) == 3:  # no narrower strip of another dtype, whose label only this block has
-            heads, gutter = [item for item in heads if item not in labels], 0.0
+        own = [item for item in labels[3:] if item.text.startswith("from ")]  # a copy's "from x": its own row
+        if len(labels) == 3 + len(own):  # no narrower strip of another dtype, whose label only this block has
+            heads = [item for item in heads if item not in labels[:3]]
+            gutter = max((_cells_wide(item.text, "gutter") + GUTTER_PAD for item in own), default=0.0)
         result.append(((heads, *rest), width, height, gutter, top))
     return result
 

@@ -39,8 +39,9 @@ _HEADER_PX = 24
 _MONO = ", ".join(FAMILIES["mono"])
 _SANS = ", ".join(FAMILIES["sans"])
 _CELL = "padding:1px 8px;text-align:left;vertical-align:top;white-space:nowrap;line-height:1.3"
-#: The bracket column, between the sharing and the aten ops: it spans a run of alike rows.
+#: The bracket column, between the sharing and the aten ops: it spans a run of alike rows (its count the next).
 _BRACKET_COLUMN = 4
+_BRACKET_PX = 6
 
 
 def _look(verdict: str) -> tuple[str, str, str, str]:
@@ -68,11 +69,19 @@ def _verdict_cell(verdict: str) -> str:
 
 
 def _bracket_cell(rows: int) -> str:
-    """A bracket spanning a run of ``rows`` alike rows, with their count (an empty cell for a single row)."""
+    """A bracket spanning a run of ``rows`` alike rows, then their count (two empty cells for a single row).
+
+    The bracket is its own narrow cell (``_BRACKET_PX`` wide, ends and back drawn as its borders), so it encloses
+    exactly the rows it groups and no empty space; the count sits in the next cell, right of it."""
     if rows == 1:
-        return f"<td class='run' style='{_CELL}'></td>"
-    bracket = f"border:2px solid {MUTED};border-left:none;vertical-align:middle;font-size:11px;color:{MUTED}"
-    return f"<td class='run' rowspan='{rows}' style='{_CELL};{bracket}'>× {rows} alike</td>"
+        return f"<td class='run' style='{_CELL};padding:0'></td><td class='run-count' style='{_CELL}'></td>"
+    narrow = f"padding:0;width:{_BRACKET_PX}px;min-width:{_BRACKET_PX}px"
+    bracket = f"{_CELL};{narrow};border:2px solid {MUTED};border-left:none"
+    count = f"{_CELL};padding-left:4px;vertical-align:middle;font-size:11px;color:{MUTED}"
+    return (
+        f"<td class='run' rowspan='{rows}' style='{bracket}'></td>"
+        f"<td class='run-count' rowspan='{rows}' style='{count}'>× {rows} alike</td>"
+    )
 
 
 def _group_rows(verdict: str, group: list, first_in_table: bool) -> list[str]:
@@ -108,10 +117,11 @@ class OpTable:
 
     def _repr_html_(self) -> str:
         sticky = "position:sticky;top:0;" if len(self.report) > SCROLL_AFTER_ROWS else ""
-        headers = [*OpReport.HEADERS[:_BRACKET_COLUMN], "", *OpReport.HEADERS[_BRACKET_COLUMN:]]
-        head = "".join(
-            f"<th style='{_CELL};{sticky}background:#f0f0f0;border-bottom:1px solid #888888'>{html.escape(h)}</th>"
-            for h in headers
+        headers = [*OpReport.HEADERS[:_BRACKET_COLUMN], "", "", *OpReport.HEADERS[_BRACKET_COLUMN:]]
+        head = "".join(  # the bracket's header cell unpadded, so that the bracket column is as narrow as its cells
+            f"<th style='{_CELL};{sticky}background:#f0f0f0;border-bottom:1px solid #888888"
+            f"{';padding:0' if column == _BRACKET_COLUMN else ''}'>{html.escape(h)}</th>"
+            for column, h in enumerate(headers)
         )
         rows = []
         keyed = zip(self.report, self.report.table_rows())

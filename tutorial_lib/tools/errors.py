@@ -196,8 +196,10 @@ def show_error(fn, *args, graph_of=None, names=None, **kwargs) -> ErrorReport:
                 graph, hazards = autograd_graph(target, names=names), inplace_hazards(target)
         notes = _creator_note(message, graph, hazards) if version_error and graph is not None else None
         # ids only where the text names boxes by them (the in-place error's parts); the chip of the changed tensor
-        # says, under it, the operation torch names
-        scene = graph_scene(graph, show_ids=version_error, chip_notes=notes) if graph is not None else None
+        # says, under it, the operation torch names. Tints in ``names``' order, as draw_graph's and the stepper's
+        # (first bound first): the same program gets the same colours in each.
+        marks = {"show_ids": version_error, "chip_notes": notes, "colour_order": list(names or {})}
+        scene = graph_scene(graph, **marks) if graph is not None else None
         parts = message_parts(message, hazards, scene) if version_error else ()
         figure = _figure(_with_part_marks(scene, parts)) if scene is not None else None
         summary = f"{name}: {message}"
