@@ -884,6 +884,9 @@ def test_a_copys_grid_names_its_own_indices_and_a_row_under_its_storage_names_th
         assert number.x == pytest.approx(cell.x + cell.w / 2) and number.y > items["ruler:1:32"].y > cell.y
         assert (number.size or STYLES[number.style].size) >= 7
     assert items["gutter:1:from x"].y == pytest.approx(items["source:1:0"].y)
+    # Side by side, the copy's byte ruler keeps its "bytes" label: its numbers and "from x" are two rows (review 4).
+    assert drawn.get("gutter:1:bytes") == "bytes" and "gutter:1:index" not in drawn
+    assert items["gutter:1:bytes"].y < items["gutter:1:from x"].y
     assert "x[[0, 2]]'s elements hold the values of x's cells 0, 1, 2, 3, 8, 9, 10, 11" in picture.summary
     assert "from x: under a cell of storage 2, the index of the cell of x's storage whose value it holds" in (
         picture.notes

@@ -1415,14 +1415,18 @@ def _holds_values(row: str) -> bool:
 
 def _lined_up(blocks: list) -> list:
     """Blocks to stand side by side, their strips on one line: a block after the first drops its in-place labels
-    ("index", "storage", "bytes") when they are only those three, as the first block's label its line too."""
+    ("index", "storage", "bytes") when they are only those three, as the first block's label its line too; a
+    copy's block keeps "bytes" above its own "from x" row."""
     result = blocks[:1]
     for (heads, *rest), width, height, gutter, top in blocks[1:]:
         labels = [item for item in heads if getattr(item, "id", "").startswith("gutter:")]
         own = [item for item in labels[3:] if item.text.startswith("from ")]  # a copy's "from x": its own row
         if len(labels) == 3 + len(own):  # no narrower strip of another dtype, whose label only this block has
-            heads = [item for item in heads if item not in labels[:3]]
-            gutter = max((_cells_wide(item.text, "gutter") + GUTTER_PAD for item in own), default=0.0)
+            # A copy's "from x" row keeps "bytes" over it: two unlabelled rows of numbers read as one (review 4).
+            dropped = labels[:2] if own else labels[:3]
+            heads = [item for item in heads if item not in dropped]
+            kept = [item for item in labels if item not in dropped]
+            gutter = max((_cells_wide(item.text, "gutter") + GUTTER_PAD for item in kept), default=0.0)
         result.append(((heads, *rest), width, height, gutter, top))
     return result
 
