@@ -497,6 +497,9 @@ def chapter_6_markdown():
         "a block turns free only when nothing refers to its storage",
         "counts the blocks that tensors occupy",
         "when a gpu cannot give a tensor its memory",
+        # last check: a held storage object keeps the block too; with MIG, nvidia-smi shows slices of the device
+        "only when no view or saved tensor still refers to its storage",
+        "`nvidia-smi` shows the whole device's memory",
     ],
 )
 def test_a_broken_claim_does_not_come_back(old_claim):
